@@ -1,0 +1,132 @@
+"""What a verifiable task is: the plugin interface every task implements.
+
+A task takes one completion plus its reference data and returns a
+:class:`TaskOutcome` (a score with named components). It never raises on model
+output: a wrong or missing answer is a scored outcome. It raises
+:class:`InvalidReference` only when the *reference* is unusable.
+
+Two ways to write one (see ``examples/word_count_task.py``)::
+
+    class Exact(Task):
+        name = "exact"
+        description = "1 when the completion equals the reference answer"
+        required_reference_fields = ("answer",)
+
+        def score(self, completion, reference, prompt=""):
+            return TaskOutcome.binary(completion.strip() == reference["answer"])
+
+    @function_task(name="length", description="shorter is better")
+    def length(completion: str, reference: Mapping[str, Any], prompt: str) -> float:
+        return 1.0 / (1 + len(completion))
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Mapping
+
+from reward_service.contract import RolloutStatus, TaskInfo
+
+
+class InvalidReference(ValueError):
+    """The reference data lacks fields the task needs, or they are malformed."""
+
+
+class InvalidTaskOptions(ValueError):
+    """A task was configured with options it does not accept."""
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """What a task says about one completion.
+
+    ``status`` is OK (scored) or NO_ANSWER (scored, nothing extracted). The
+    unscored statuses (timeout, error, ...) are set by the server, never by tasks.
+    """
+
+    score: float
+    status: RolloutStatus = RolloutStatus.OK
+    components: Mapping[str, float] = field(default_factory=dict)
+    extracted: str = ""
+    detail: str = ""
+
+    @classmethod
+    def binary(cls, correct: bool, *, extracted: str = "", detail: str = "") -> "TaskOutcome":
+        return cls(score=1.0 if correct else 0.0, extracted=extracted, detail=detail)
+
+    @classmethod
+    def no_answer(cls, detail: str = "no answer found") -> "TaskOutcome":
+        return cls(score=0.0, status=RolloutStatus.NO_ANSWER, detail=detail)
+
+
+class Task(abc.ABC):
+    """Base class for tasks. Subclasses set the class attributes and implement ``score``.
+
+    Options come from the rewards config (``tasks: {name: {options: {...}}}``)
+    as keyword arguments to ``__init__``; a subclass that takes options
+    declares them there and raises InvalidTaskOptions on bad values.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    reference_fields: ClassVar[tuple[str, ...]] = ()
+    required_reference_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **options: Any) -> None:
+        if options:
+            raise InvalidTaskOptions(f"task {self.name!r} takes no options, got {sorted(options)}")
+
+    @abc.abstractmethod
+    def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
+        """Scores one completion. Never raises on model output."""
+
+    def check_reference(self, reference: Mapping[str, Any]) -> None:
+        """Raises InvalidReference when a required field is missing (cheap; runs in the server)."""
+        missing = [f for f in self.required_reference_fields if reference.get(f) in (None, "")]
+        if missing:
+            raise InvalidReference(
+                f"task {self.name!r} needs reference field(s) {missing}; got {sorted(reference)}"
+            )
+
+    def info(self, name: str | None = None) -> TaskInfo:
+        return TaskInfo(
+            name=name or self.name,
+            description=self.description,
+            reference_fields=tuple(self.reference_fields or self.required_reference_fields),
+            required_reference_fields=tuple(self.required_reference_fields),
+            kind="task",
+        )
+
+
+ScoreFn = Callable[[str, Mapping[str, Any], str], "float | TaskOutcome"]
+
+
+def function_task(
+    *,
+    name: str,
+    description: str = "",
+    required_reference_fields: tuple[str, ...] = (),
+    reference_fields: tuple[str, ...] = (),
+) -> Callable[[ScoreFn], type[Task]]:
+    """Turns ``fn(completion, reference, prompt) -> float | TaskOutcome`` into a Task class."""
+
+    def wrap(fn: ScoreFn) -> type[Task]:
+        def score(self: Task, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
+            value = fn(completion, reference, prompt)
+            if isinstance(value, TaskOutcome):
+                return value
+            return TaskOutcome(score=float(value))
+
+        attrs = {
+            "name": name,
+            "description": description or (fn.__doc__ or "").strip(),
+            "required_reference_fields": tuple(required_reference_fields),
+            "reference_fields": tuple(reference_fields),
+            "score": score,
+            "__module__": fn.__module__,
+            "__doc__": fn.__doc__,
+        }
+        return type(fn.__name__, (Task,), attrs)
+
+    return wrap

@@ -1,0 +1,25 @@
+"""The ``gsm8k`` task: the final number after ``####`` compared numerically with the gold."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from reward_service.math_verifier import grade_numeric
+from reward_service.task_api import Task, TaskOutcome
+from reward_service.tasks.math_task import grade_config, outcome_from_grade, reference_answer
+
+
+class Gsm8kTask(Task):
+    """GSM8K: extract the answer after ``####`` (falling back to \\boxed, 'the answer is',
+    then the last number unless strict) and compare it numerically, exactly."""
+
+    name = "gsm8k"
+    description = "1 if the number after '####' (or the fallback answer) equals reference.answer numerically, else 0"
+    required_reference_fields = ("answer",)
+
+    def __init__(self, strict: bool = False, last_number_fallback: bool = True) -> None:
+        super().__init__()
+        self._config = grade_config(strict, last_number_fallback)
+
+    def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
+        return outcome_from_grade(grade_numeric(completion, reference_answer(reference, self.name), self._config))
