@@ -1,0 +1,135 @@
+"""``reward-service`` / ``python -m reward_service``: run the server, or score a JSONL file.
+
+    reward-service serve --port 50051 --workers 2 --config configs/rewards.yaml
+    reward-service score --task gsm8k --in rollouts.jsonl --out scores.jsonl            # in-process
+    reward-service score --in rollouts.jsonl --out scores.jsonl --endpoint localhost:50051
+
+Flags default to ``REWARD_SERVICE_<FLAG>`` environment variables (for containers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import logging
+import os
+import sys
+from typing import Any, Sequence
+
+from tqdm import tqdm
+
+from reward_service.contract import Rollout, RolloutResult
+from reward_service.jsonl_io import JsonlError, read_rollouts, write_results
+from reward_service.rewards_config import RewardsConfig, RewardsConfigError
+from reward_service.server import ServerConfig
+
+logger = logging.getLogger(__name__)
+LOG_FORMAT = "%(asctime)s %(processName)s %(levelname)s %(name)s: %(message)s"
+ENV_PREFIX = "REWARD_SERVICE_"
+SCORE_CHUNK = 256
+
+
+def _add_server_flags(parser: argparse.ArgumentParser, only: Sequence[str] | None = None) -> None:
+    """One flag per ServerConfig field, with its help text and an environment default."""
+    for f in dataclasses.fields(ServerConfig):
+        if f.name == "rewards" or (only is not None and f.name not in only):
+            continue
+        env = os.environ.get(ENV_PREFIX + f.name.upper())
+        default = f.default if env is None else type(f.default)(env)
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=default,
+                            help=f"{f.metadata.get('help', '')} (default: {default})")
+
+
+def _rewards(path: str | None) -> RewardsConfig:
+    return RewardsConfig.from_yaml(path) if path else RewardsConfig()
+
+
+def _server_config(args: argparse.Namespace, fields: Sequence[str]) -> ServerConfig:
+    values: dict[str, Any] = {name: getattr(args, name) for name in fields}
+    return ServerConfig(**values, rewards=_rewards(args.config))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from reward_service.server import serve
+
+    fields = [f.name for f in dataclasses.fields(ServerConfig) if f.name != "rewards"]
+    serve(_server_config(args, fields))
+    return 0
+
+
+def _score_in_process(rollouts: list[Rollout], args: argparse.Namespace, bar: tqdm):
+    from reward_service.scoring import Scorer
+
+    config = _server_config(args, ["workers", "item_timeout_s", "memory_limit_mb"]).scorer_config()
+    with Scorer(config) as scorer:
+        for start in range(0, len(rollouts), SCORE_CHUNK):
+            chunk = rollouts[start:start + SCORE_CHUNK]
+            yield from scorer.score(chunk).results
+            bar.update(len(chunk))
+
+
+def _score_remote(rollouts: list[Rollout], args: argparse.Namespace, bar: tqdm):
+    from trainer_client.reward_client import RewardClient
+
+    with RewardClient(args.endpoint, timeout_s=args.call_timeout) as client:
+        for start in range(0, len(rollouts), SCORE_CHUNK):
+            chunk = rollouts[start:start + SCORE_CHUNK]
+            yield from client.score(chunk)
+            bar.update(len(chunk))
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    rollouts = read_rollouts(args.in_path, default_task=args.task or "")
+    counts: collections.Counter[str] = collections.Counter()
+    total = 0.0
+
+    def tally(results):
+        nonlocal total
+        for r in results:
+            counts[r.status.name] += 1
+            total += r.score if r.scored else 0.0
+            yield r
+
+    with tqdm(total=len(rollouts), unit="rollout", desc="scoring", disable=args.quiet) as bar, \
+            open(args.out_path, "w", encoding="utf-8") as out:
+        source = _score_remote if args.endpoint else _score_in_process
+        written = write_results(out, tally(source(rollouts, args, bar)))
+    scored = counts["OK"] + counts["NO_ANSWER"]
+    print(f"scored {written} rollouts -> {args.out_path}; mean reward {total / max(scored, 1):.4f} "
+          f"over {scored} scored; statuses {dict(sorted(counts.items()))}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="reward-service", description=__doc__.splitlines()[0])
+    parser.add_argument("--log-level", default=os.environ.get(ENV_PREFIX + "LOG_LEVEL", "INFO"))
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the gRPC reward server")
+    _add_server_flags(serve)
+    serve.add_argument("--config", default=os.environ.get(ENV_PREFIX + "CONFIG"),
+                       help="rewards YAML: task options and composite rewards")
+    serve.set_defaults(func=cmd_serve)
+
+    score = sub.add_parser("score", help="score a JSONL file in-process, or through --endpoint")
+    score.add_argument("--in", dest="in_path", required=True, help="rollouts JSONL")
+    score.add_argument("--out", dest="out_path", required=True, help="results JSONL (same order and ids)")
+    score.add_argument("--task", help="task for lines that name none")
+    score.add_argument("--endpoint", help="host:port of a running server (default: score in-process)")
+    score.add_argument("--config", help="rewards YAML (in-process scoring)")
+    score.add_argument("--call-timeout", type=float, default=600.0, help="deadline per call to --endpoint")
+    score.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_server_flags(score, only=("workers", "item_timeout_s", "memory_limit_mb"))
+    score.set_defaults(func=cmd_score)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
+    try:
+        return args.func(args)
+    except (JsonlError, RewardsConfigError, ValueError, OSError) as exc:
+        print(f"reward-service: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,44 @@
+"""JSONL rollouts in, JSONL results out (one line per rollout, same order, same ids)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, TextIO
+
+from reward_service.contract import InvalidRollout, Rollout, RolloutResult
+
+
+class JsonlError(ValueError):
+    """A JSONL input line is malformed; the message names the file and line."""
+
+
+def read_rollouts(path: str | Path, default_task: str = "") -> list[Rollout]:
+    """Reads and validates every line first, so a bad line stops the run before any scoring."""
+    rollouts: list[Rollout] = []
+    seen: dict[str, int] = {}
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rollout = Rollout.from_dict(json.loads(line), default_task=default_task)
+            except json.JSONDecodeError as exc:
+                raise JsonlError(f"{path}:{lineno}: invalid JSON: {exc}") from None
+            except InvalidRollout as exc:
+                raise JsonlError(f"{path}:{lineno}: {exc}") from None
+            if rollout.id in seen:
+                raise JsonlError(f"{path}:{lineno}: duplicate id {rollout.id!r} (first on line {seen[rollout.id]})")
+            seen[rollout.id] = lineno
+            rollouts.append(rollout)
+    return rollouts
+
+
+def write_results(out: TextIO, results: Iterable[RolloutResult]) -> int:
+    """Writes one JSON line per result; returns how many were written."""
+    n = 0
+    for r in results:
+        out.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
+        n += 1
+    out.flush()
+    return n

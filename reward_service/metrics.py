@@ -1,0 +1,42 @@
+"""Prometheus metrics for the reward server (one registry per server instance)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+
+from reward_service.contract import ScoreBatchResult
+
+
+class RewardMetrics:
+    """Counters and histograms a reward server exports on ``--metrics-port``."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.requests = Counter(
+            "reward_requests", "Score requests by method and outcome", ["method", "code"], registry=self.registry
+        )
+        self.rollouts = Counter(
+            "reward_rollouts", "Rollouts answered, by task and status", ["task", "status"], registry=self.registry
+        )
+        self.verify_seconds = Histogram(
+            "reward_verify_seconds", "Worker time per verified item", ["task"], registry=self.registry,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5, 30),
+        )
+        self.request_seconds = Histogram(
+            "reward_request_seconds", "Wall time per request", ["method"], registry=self.registry
+        )
+
+    def observe_batch(self, method: str, batch: ScoreBatchResult) -> None:
+        self.requests.labels(method, "OK").inc()
+        self.request_seconds.labels(method).observe(batch.elapsed_ms / 1000.0)
+        for r in batch.results:
+            self.rollouts.labels(r.task, r.status.name).inc()
+            if r.elapsed_ms:
+                self.verify_seconds.labels(r.task).observe(r.elapsed_ms / 1000.0)
+
+    def observe_error(self, method: str, code: str) -> None:
+        self.requests.labels(method, code).inc()
+
+    def serve_http(self, port: int, host: str = "0.0.0.0") -> None:
+        """Exposes /metrics over HTTP (prometheus-client's own server)."""
+        start_http_server(port, addr=host, registry=self.registry)

@@ -1,0 +1,233 @@
+"""The scoring engine: rollouts in, one result per rollout out, verified in worker processes.
+
+Used by the gRPC servicer and by ``reward-service score`` in-process, so both
+score exactly the same way. Per request, identical (task, completion,
+reference, prompt) items are verified once.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from concurrent.futures import CancelledError, Future
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from reward_service.contract import (
+    Rollout,
+    RolloutResult,
+    RolloutStatus,
+    ScoreBatchResult,
+    TaskInfo,
+    group_stats,
+)
+from reward_service.registry import TaskRegistry, build_registry
+from reward_service.rewards_config import RewardsConfig
+from reward_service.task_api import InvalidReference
+from reward_service.worker_job import ItemOutcome, ScoreItem, init_worker, score_item
+from reward_service.worker_pool import (
+    ItemTimeout,
+    JobError,
+    PoolClosed,
+    PoolConfig,
+    PoolError,
+    QueueFull,
+    WorkerCrashed,
+    WorkerPool,
+)
+
+# Imported in the fork server so every (re)started worker begins warm.
+PRELOAD_MODULES = ("sympy", "reward_service.worker_job", "reward_service.math_verifier")
+
+
+@dataclass(frozen=True)
+class ScorerConfig:
+    """How the engine verifies: worker processes, limits, and the tasks it knows."""
+
+    workers: int = field(default=2, metadata={"help": "verification worker processes"})
+    item_timeout_s: float = field(default=5.0, metadata={"help": "default hard limit per item"})
+    max_item_timeout_s: float = field(default=60.0, metadata={"help": "largest per-request item limit allowed"})
+    max_queue: int = field(default=100_000, metadata={"help": "pending items before RESOURCE_EXHAUSTED"})
+    memory_limit_mb: int = field(default=4096, metadata={"help": "address-space limit per worker (0: none)"})
+    rewards: RewardsConfig = field(default_factory=RewardsConfig)
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        if not 0 < self.item_timeout_s <= self.max_item_timeout_s:
+            raise ValueError(
+                f"need 0 < item_timeout_s ({self.item_timeout_s}) <= max_item_timeout_s ({self.max_item_timeout_s})"
+            )
+
+
+class QueueFullError(RuntimeError):
+    """The engine cannot take more items now; the caller should back off."""
+
+
+class PendingBatch:
+    """A submitted request: its results become available when every item is done."""
+
+    def __init__(self, request_id: str, rollouts: Sequence[Rollout], timeout_s: float) -> None:
+        self.request_id = request_id
+        self._rollouts = list(rollouts)
+        self._timeout_s = timeout_s
+        self._start = time.perf_counter()
+        self._ready: dict[int, RolloutResult] = {}
+        self._slot_future: dict[int, tuple[Future, bool]] = {}
+        self._futures: list[Future] = []
+        self._lock = threading.Lock()
+        self._remaining = 0
+        self._done = threading.Event()
+        self._callbacks: list[Callable[["PendingBatch"], None]] = []
+
+    def _arm(self) -> None:
+        """Starts counting completions (after every future is attached)."""
+        self._remaining = len(self._futures)
+        if not self._futures:
+            self._finish()
+        for fut in self._futures:
+            fut.add_done_callback(self._one_done)
+
+    def _one_done(self, _: Future) -> None:
+        with self._lock:
+            self._remaining -= 1
+            last = self._remaining == 0
+        if last:
+            self._finish()
+
+    def _finish(self) -> None:
+        self._done.set()
+        for cb in self._callbacks:
+            cb(self)
+
+    def add_done_callback(self, fn: Callable[["PendingBatch"], None]) -> None:
+        """Calls ``fn(self)`` once every item is done (at once if already done)."""
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(fn)
+                return
+        fn(self)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    def cancel(self) -> None:
+        """Drops items not yet dispatched to a worker (running ones finish or time out)."""
+        for fut in self._futures:
+            fut.cancel()
+
+    def result(self) -> ScoreBatchResult:
+        """All results in request order; call after ``wait()`` returned True."""
+        results = []
+        for i, rollout in enumerate(self._rollouts):
+            if i in self._ready:
+                results.append(self._ready[i])
+            else:
+                fut, first = self._slot_future[i]
+                results.append(result_from_future(rollout, fut, first, self._timeout_s))
+        elapsed = (time.perf_counter() - self._start) * 1000.0
+        return ScoreBatchResult(self.request_id, results, group_stats(results), elapsed)
+
+
+class Scorer:
+    """Owns the task registry and the worker pool. Create it before any gRPC server."""
+
+    def __init__(self, config: ScorerConfig) -> None:
+        self.config = config
+        self.registry: TaskRegistry = build_registry(config.rewards)
+        pool_config = PoolConfig(
+            num_workers=config.workers,
+            item_timeout_s=config.item_timeout_s,
+            max_queue=config.max_queue,
+            memory_limit_mb=config.memory_limit_mb,
+            preload_modules=PRELOAD_MODULES,
+        )
+        self.pool = WorkerPool(score_item, pool_config, initializer=init_worker, initargs=(config.rewards,))
+
+    def list_tasks(self) -> list[TaskInfo]:
+        return self.registry.infos()
+
+    def submit(self, rollouts: Sequence[Rollout], request_id: str = "", item_timeout_s: float = 0.0) -> PendingBatch:
+        """Queues every rollout; raises QueueFullError (having queued nothing) when the pool is full."""
+        timeout = item_timeout_s or self.config.item_timeout_s
+        batch = PendingBatch(request_id, rollouts, timeout)
+        by_key: dict[tuple, Future] = {}
+        try:
+            for i, rollout in enumerate(rollouts):
+                early = self._precheck(rollout)
+                if early is not None:
+                    batch._ready[i] = early
+                    continue
+                key = rollout.dedup_key()
+                first = key not in by_key
+                if first:
+                    item = ScoreItem(rollout.task, rollout.completion, rollout.reference, rollout.prompt)
+                    by_key[key] = self.pool.submit(item, timeout_s=timeout)
+                    batch._futures.append(by_key[key])
+                batch._slot_future[i] = (by_key[key], first)
+        except QueueFull as exc:
+            batch.cancel()
+            raise QueueFullError(f"verification queue is full ({exc}); retry later or add replicas") from None
+        batch._arm()
+        return batch
+
+    def score(self, rollouts: Sequence[Rollout], request_id: str = "", item_timeout_s: float = 0.0) -> ScoreBatchResult:
+        """Blocking convenience: submit and wait for every result."""
+        batch = self.submit(rollouts, request_id, item_timeout_s)
+        batch.wait()
+        return batch.result()
+
+    def _precheck(self, rollout: Rollout) -> RolloutResult | None:
+        """Answers at once what needs no worker: unknown task, missing reference fields."""
+        if rollout.task not in self.registry:
+            return unscored(rollout, RolloutStatus.UNKNOWN_TASK,
+                            f"unknown task {rollout.task!r}; registered: {', '.join(self.registry.names())}")
+        try:
+            self.registry.get(rollout.task).check_reference(rollout.reference)
+        except InvalidReference as exc:
+            return unscored(rollout, RolloutStatus.INVALID_REFERENCE, str(exc))
+        return None
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> "Scorer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def unscored(rollout: Rollout, status: RolloutStatus, error: str, elapsed_ms: float = 0.0) -> RolloutResult:
+    return RolloutResult(rollout.id, status, 0.0, {}, "", error, elapsed_ms, rollout.task, rollout.group_id)
+
+
+def result_from_future(rollout: Rollout, fut: Future, first: bool, timeout_s: float) -> RolloutResult:
+    """Maps a finished pool future to the rollout's result; failures become unscored statuses."""
+    try:
+        item: ItemOutcome = fut.result(timeout=0)
+    except ItemTimeout:
+        return unscored(rollout, RolloutStatus.TIMEOUT,
+                        f"verifier exceeded the {timeout_s:g}s item limit; its worker was replaced",
+                        timeout_s * 1000.0 if first else 0.0)
+    except WorkerCrashed as exc:
+        return unscored(rollout, RolloutStatus.ERROR, f"verifier worker crashed: {exc}")
+    except JobError as exc:
+        return unscored(rollout, RolloutStatus.ERROR, f"verifier failed: {exc}")
+    except PoolClosed:
+        return unscored(rollout, RolloutStatus.ERROR, "server is shutting down; item not verified")
+    except CancelledError:
+        return unscored(rollout, RolloutStatus.ERROR, "cancelled before verification")
+    except PoolError as exc:
+        return unscored(rollout, RolloutStatus.ERROR, f"verification pool error: {exc}")
+    outcome = item.outcome
+    elapsed = item.elapsed_ms if first else 0.0
+    if not outcome.status.scored:
+        return unscored(rollout, outcome.status, outcome.detail, elapsed)
+    if not math.isfinite(outcome.score):
+        return unscored(rollout, RolloutStatus.ERROR, f"task returned a non-finite score {outcome.score}", elapsed)
+    components = dict(outcome.components) or {rollout.task: outcome.score}
+    error = outcome.detail if outcome.status == RolloutStatus.NO_ANSWER else ""
+    return RolloutResult(rollout.id, outcome.status, outcome.score, components, outcome.extracted,
+                         error, elapsed, rollout.task, rollout.group_id)

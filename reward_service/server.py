@@ -1,0 +1,138 @@
+"""The reward server: ``create_server`` builds and starts one (tests use port 0); ``serve`` runs it.
+
+Start order matters: the Scorer (and its worker processes) exists before any
+gRPC server or channel, so no worker is ever forked from a threaded gRPC process.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from concurrent import futures
+from dataclasses import asdict, dataclass, field
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from reward.v1 import reward_pb2, reward_pb2_grpc
+from reward_service.metrics import RewardMetrics
+from reward_service.rewards_config import RewardsConfig
+from reward_service.scoring import Scorer, ScorerConfig
+from reward_service.servicer import RequestLimits, RewardServicer
+
+logger = logging.getLogger(__name__)
+
+SERVICE_NAME = reward_pb2.DESCRIPTOR.services_by_name["RewardService"].full_name
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything ``reward-service serve`` needs; built from CLI flags (see cli.py)."""
+
+    host: str = field(default="127.0.0.1", metadata={"help": "address to bind (0.0.0.0 for all)"})
+    port: int = field(default=50051, metadata={"help": "port to bind; 0 picks a free one"})
+    workers: int = field(default=2, metadata={"help": "verification worker processes"})
+    item_timeout_s: float = field(default=5.0, metadata={"help": "default hard time limit per item"})
+    max_item_timeout_s: float = field(default=60.0, metadata={"help": "largest item limit a request may ask"})
+    max_rollouts_per_request: int = field(default=8192, metadata={"help": "larger requests: INVALID_ARGUMENT"})
+    max_message_mb: int = field(default=64, metadata={"help": "largest request/response message"})
+    max_queue: int = field(default=100_000, metadata={"help": "pending items before RESOURCE_EXHAUSTED"})
+    memory_limit_mb: int = field(default=4096, metadata={"help": "address-space limit per worker (0: none)"})
+    server_threads: int = field(default=32, metadata={"help": "gRPC handler threads (concurrent calls)"})
+    grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
+    metrics_port: int = field(default=0, metadata={"help": "Prometheus /metrics port (0: off)"})
+    rewards: RewardsConfig = field(default_factory=RewardsConfig)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in 0..65535, got {self.port}")
+        if self.max_rollouts_per_request < 1 or self.server_threads < 1 or self.max_message_mb < 1:
+            raise ValueError("max_rollouts_per_request, server_threads and max_message_mb must be >= 1")
+
+    def scorer_config(self) -> ScorerConfig:
+        return ScorerConfig(workers=self.workers, item_timeout_s=self.item_timeout_s,
+                            max_item_timeout_s=self.max_item_timeout_s, max_queue=self.max_queue,
+                            memory_limit_mb=self.memory_limit_mb, rewards=self.rewards)
+
+    def grpc_options(self) -> list[tuple[str, int]]:
+        size = self.max_message_mb * 1024 * 1024
+        return [
+            ("grpc.max_receive_message_length", size),
+            ("grpc.max_send_message_length", size),
+            # Accept client keepalive pings (RewardClient sends them) without GOAWAY.
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+            ("grpc.keepalive_time_ms", 30_000),
+            ("grpc.keepalive_timeout_ms", 10_000),
+        ]
+
+
+class RewardServer:
+    """A started server: ``port`` is the bound port; ``stop()`` drains and shuts down."""
+
+    def __init__(self, config: ServerConfig, scorer: Scorer, owns_scorer: bool) -> None:
+        self.config = config
+        self.scorer = scorer
+        self._owns_scorer = owns_scorer
+        self.metrics = RewardMetrics()
+        self.servicer = RewardServicer(
+            scorer, RequestLimits(config.max_rollouts_per_request, config.max_item_timeout_s), self.metrics)
+        self.health = health.HealthServicer()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.server_threads,
+                                                             thread_name_prefix="grpc"),
+                                  options=config.grpc_options())
+        reward_pb2_grpc.add_RewardServiceServicer_to_server(self.servicer, self.server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
+        self.port = self.server.add_insecure_port(f"{config.host}:{config.port}")
+        if self.port == 0:
+            raise OSError(f"could not bind {config.host}:{config.port}")
+        self.server.start()
+        for name in ("", SERVICE_NAME):
+            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        if config.metrics_port:
+            self.metrics.serve_http(config.metrics_port, config.host)
+
+    @property
+    def address(self) -> str:
+        return f"{self.config.host}:{self.port}"
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """Reports NOT_SERVING, refuses new calls (UNAVAILABLE), lets in-flight ones finish."""
+        self.health.enter_graceful_shutdown()
+        self.servicer.draining.set()
+        self.server.stop(self.config.grace_s if grace_s is None else grace_s).wait()
+        if self._owns_scorer:
+            self.scorer.close()
+
+    def wait(self) -> None:
+        self.server.wait_for_termination()
+
+
+def create_server(config: ServerConfig, scorer: Scorer | None = None) -> RewardServer:
+    """Builds and starts a server (and its Scorer, unless one is given, which it then won't close)."""
+    owns = scorer is None
+    scorer = scorer or Scorer(config.scorer_config())
+    try:
+        return RewardServer(config, scorer, owns)
+    except (OSError, RuntimeError):
+        if owns:
+            scorer.close()
+        raise
+
+
+def serve(config: ServerConfig) -> None:
+    """Runs until SIGTERM/SIGINT, then drains gracefully."""
+    logger.info("starting reward server with config %s", asdict(config))
+    server = create_server(config)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    logger.info("reward server listening on %s with tasks %s", server.address, server.scorer.registry.names())
+    stop.wait()
+    logger.info("draining (grace %.1fs)", config.grace_s)
+    server.stop()
+    logger.info("stopped")

@@ -1,0 +1,152 @@
+"""The RewardService gRPC servicer: validates requests, hands rollouts to the Scorer.
+
+Whole-request problems abort with a status code; per-rollout problems are
+answered in that rollout's result (see proto/reward/v1/reward.proto).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Iterator
+
+import grpc
+
+from reward.v1 import reward_pb2 as pb
+from reward.v1 import reward_pb2_grpc
+from reward_service import convert
+from reward_service.contract import Rollout
+from reward_service.metrics import RewardMetrics
+from reward_service.scoring import PendingBatch, QueueFullError, Scorer
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    """Limits checked on every request."""
+
+    max_rollouts: int = 8192
+    max_item_timeout_s: float = 60.0
+
+
+class RequestRejected(ValueError):
+    """A request the server refuses as a whole; ``code`` is the gRPC status to answer."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def parse_request(request: pb.ScoreRequest, limits: RequestLimits) -> list[Rollout]:
+    """Validates a request and converts its rollouts; raises RequestRejected."""
+    bad = grpc.StatusCode.INVALID_ARGUMENT
+    n = len(request.rollouts)
+    if n > limits.max_rollouts:
+        raise RequestRejected(bad, f"request {request.request_id!r} has {n} rollouts; the limit is "
+                                   f"{limits.max_rollouts}: split it (RewardClient's chunk_size does)")
+    t = request.item_timeout_s
+    if not math.isfinite(t) or t < 0 or t > limits.max_item_timeout_s:
+        raise RequestRejected(bad, f"item_timeout_s must be in [0, {limits.max_item_timeout_s}] "
+                                   f"(0 = server default), got {t}")
+    seen: set[str] = set()
+    for i, msg in enumerate(request.rollouts):
+        if not msg.id:
+            raise RequestRejected(bad, f"rollout at index {i} has an empty id; every rollout needs a unique id")
+        if msg.id in seen:
+            raise RequestRejected(bad, f"duplicate rollout id {msg.id!r} (index {i}); ids must be unique per request")
+        seen.add(msg.id)
+    return [convert.rollout_from_proto(m) for m in request.rollouts]
+
+
+class RewardServicer(reward_pb2_grpc.RewardServiceServicer):
+    """Score, ScoreStream and ListTasks over one Scorer."""
+
+    def __init__(self, scorer: Scorer, limits: RequestLimits, metrics: RewardMetrics) -> None:
+        self._scorer = scorer
+        self._limits = limits
+        self._metrics = metrics
+        self.draining = threading.Event()
+
+    def _submit(self, request: pb.ScoreRequest) -> PendingBatch:
+        if self.draining.is_set():
+            raise RequestRejected(grpc.StatusCode.UNAVAILABLE, "server is draining; retry on another replica")
+        rollouts = parse_request(request, self._limits)
+        try:
+            return self._scorer.submit(rollouts, request.request_id, request.item_timeout_s)
+        except QueueFullError as exc:
+            raise RequestRejected(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)) from None
+
+    def _abort(self, context: grpc.ServicerContext, method: str, exc: RequestRejected) -> None:
+        self._metrics.observe_error(method, exc.code.name)
+        context.abort(exc.code, str(exc))
+
+    def Score(self, request: pb.ScoreRequest, context: grpc.ServicerContext) -> pb.ScoreResponse:
+        try:
+            batch = self._submit(request)
+        except RequestRejected as exc:
+            self._abort(context, "Score", exc)
+        context.add_callback(batch.cancel)  # a cancelled call drops its queued items
+        if not batch.wait(context.time_remaining()):
+            batch.cancel()
+            self._abort(context, "Score", RequestRejected(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"deadline passed with rollouts of request {request.request_id!r} still being verified; "
+                "raise the call timeout or send smaller batches"))
+        result = batch.result()
+        self._metrics.observe_batch("Score", result)
+        return convert.batch_to_proto(result)
+
+    def ScoreStream(self, request_iterator: Iterator[pb.ScoreRequest],
+                    context: grpc.ServicerContext) -> Iterator[pb.ScoreResponse]:
+        events: queue.Queue = queue.Queue()
+        pending: list[PendingBatch] = []
+        reader = threading.Thread(target=self._read_stream, args=(request_iterator, events, pending),
+                                  name="score-stream-reader", daemon=True)
+        reader.start()
+        context.add_callback(lambda: [b.cancel() for b in list(pending)])
+        outstanding, reading = 0, True
+        while reading or outstanding:
+            try:
+                kind, value = events.get(timeout=1.0)
+            except queue.Empty:
+                if not context.is_active():
+                    return
+                continue
+            if kind == "submitted":
+                outstanding += 1
+            elif kind == "done":
+                outstanding -= 1
+                pending.remove(value)
+                result = value.result()
+                self._metrics.observe_batch("ScoreStream", result)
+                yield convert.batch_to_proto(result)
+            elif kind == "rejected":
+                for b in pending:
+                    b.cancel()
+                self._abort(context, "ScoreStream", value)
+            else:  # "eof"
+                reading = False
+
+    def _read_stream(self, requests: Iterator[pb.ScoreRequest], events: queue.Queue,
+                     pending: list[PendingBatch]) -> None:
+        try:
+            for request in requests:
+                try:
+                    batch = self._submit(request)
+                except RequestRejected as exc:
+                    events.put(("rejected", exc))
+                    return
+                pending.append(batch)
+                events.put(("submitted", batch))
+                batch.add_done_callback(lambda b: events.put(("done", b)))
+        except grpc.RpcError:  # the client cancelled or the stream broke
+            logger.debug("score stream ended by the client")
+        finally:
+            events.put(("eof", None))
+
+    def ListTasks(self, request: pb.ListTasksRequest, context: grpc.ServicerContext) -> pb.ListTasksResponse:
+        return pb.ListTasksResponse(tasks=[convert.task_info_to_proto(t) for t in self._scorer.list_tasks()])

@@ -1,0 +1,47 @@
+"""Real reward servers on loopback port 0, shared per module."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from reward.v1 import reward_pb2_grpc
+from reward_service.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
+from reward_service.server import RewardServer, ServerConfig, create_server
+from trainer_client import RewardClient
+
+TEST_REWARDS = RewardsConfig(
+    tasks=(
+        TaskSpec("hang", "tests.integration.stress_tasks:HangTask"),
+        TaskSpec("crash", "tests.integration.stress_tasks:CrashTask"),
+        TaskSpec("sleep", "tests.integration.stress_tasks:SleepTask"),
+    ),
+    rewards=(CompositeSpec("math_with_format", {"math": 1.0, "format": 0.2}),),
+)
+
+
+def start_server(**overrides) -> RewardServer:
+    settings = dict(host="127.0.0.1", port=0, workers=2, item_timeout_s=1.5, max_rollouts_per_request=64,
+                    max_message_mb=1, rewards=TEST_REWARDS, grace_s=0)
+    settings.update(overrides)
+    return create_server(ServerConfig(**settings))
+
+
+@pytest.fixture(scope="module")
+def reward_server():
+    server = start_server()
+    yield server
+    server.stop(0)
+
+
+@pytest.fixture
+def client(reward_server):
+    with RewardClient(reward_server.address, timeout_s=60, chunk_size=32) as c:
+        yield c
+
+
+@pytest.fixture
+def stub(reward_server):
+    channel = grpc.insecure_channel(reward_server.address)
+    yield reward_pb2_grpc.RewardServiceStub(channel)
+    channel.close()

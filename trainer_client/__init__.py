@@ -1,0 +1,10 @@
+"""The trainer side: reward clients (sync and asyncio) and, later, GRPO/PPO training.
+
+    from trainer_client import RewardClient
+    with RewardClient("localhost:50051") as client:
+        results = client.score([{"id": "a", "task": "gsm8k", "completion": "#### 4", "reference": "4"}])
+"""
+
+from trainer_client.reward_client import AsyncRewardClient, GroupResult, RewardClient
+
+__all__ = ["RewardClient", "AsyncRewardClient", "GroupResult"]

@@ -1,0 +1,167 @@
+"""Clients for the reward service: ``RewardClient`` (blocking) and ``AsyncRewardClient`` (asyncio).
+
+Any trainer can use them::
+
+    with RewardClient("localhost:50051", timeout_s=60) as client:
+        groups = client.score_groups([[{"id": "p0-0", "task": "gsm8k", "completion": c, "reference": "72"}
+                                        for c in completions]])
+        rewards = groups[0].rewards          # None where unscored: mask, never treat as 0
+
+Every call carries a deadline (``timeout_s``); large batches are split into
+chunks (never splitting a group); results come back in input order; only
+UNAVAILABLE is retried, by gRPC's own retry policy (see channel_config.py).
+For many replicas use a ``dns:///name:port`` target (round-robin over its addresses).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from typing import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+
+import grpc
+
+from reward.v1 import reward_pb2 as pb
+from reward.v1 import reward_pb2_grpc
+from reward_service import convert
+from reward_service.contract import RolloutResult, ScoreBatchResult, TaskInfo
+from trainer_client.channel_config import ChannelConfig
+from trainer_client.reward_batching import (
+    GroupResult,
+    RolloutLike,
+    as_groups,
+    as_rollouts,
+    merge_batches,
+    plan_chunks,
+    split_groups,
+)
+
+__all__ = ["RewardClient", "AsyncRewardClient", "GroupResult"]
+
+
+class _ClientBase:
+    def __init__(self, endpoint: str, *, timeout_s: float, chunk_size: int, item_timeout_s: float,
+                 channel: ChannelConfig | None) -> None:
+        if timeout_s <= 0 or chunk_size < 1 or item_timeout_s < 0:
+            raise ValueError("need timeout_s > 0, chunk_size >= 1, item_timeout_s >= 0")
+        self.endpoint = endpoint
+        self.timeout_s = timeout_s
+        self.chunk_size = chunk_size
+        self.item_timeout_s = item_timeout_s
+        self.channel_config = channel or ChannelConfig()
+        # Leave headroom under the message limit for protobuf framing.
+        self._max_chunk_bytes = self.channel_config.max_message_mb * 1024 * 1024 // 2
+        self._ids = itertools.count()
+
+    def _requests(self, rollouts: Sequence[RolloutLike], request_id: str) -> list[pb.ScoreRequest]:
+        chunks = plan_chunks(as_rollouts(rollouts), self.chunk_size, self._max_chunk_bytes)
+        return [convert.score_request_to_proto(c, f"{request_id}/{i}", self.item_timeout_s)
+                for i, c in enumerate(chunks)]
+
+    def _new_id(self) -> str:
+        return f"{uuid.uuid4().hex[:8]}-{next(self._ids)}"
+
+    def _stream_request(self, rollouts: Sequence[RolloutLike]) -> pb.ScoreRequest:
+        return convert.score_request_to_proto(as_rollouts(rollouts), self._new_id(), self.item_timeout_s)
+
+
+class RewardClient(_ClientBase):
+    """Blocking client. Thread-safe: one instance can serve many threads."""
+
+    def __init__(self, endpoint: str, *, timeout_s: float = 120.0, chunk_size: int = 1024,
+                 item_timeout_s: float = 0.0, channel: ChannelConfig | None = None) -> None:
+        super().__init__(endpoint, timeout_s=timeout_s, chunk_size=chunk_size,
+                         item_timeout_s=item_timeout_s, channel=channel)
+        self._channel = grpc.insecure_channel(endpoint, options=self.channel_config.options())
+        self._stub = reward_pb2_grpc.RewardServiceStub(self._channel)
+
+    def score_batch(self, rollouts: Sequence[RolloutLike], request_id: str = "") -> ScoreBatchResult:
+        """Scores rollouts (chunked); results in input order, with group statistics."""
+        request_id = request_id or self._new_id()
+        batches = [convert.batch_from_proto(self._stub.Score(req, timeout=self.timeout_s))
+                   for req in self._requests(rollouts, request_id)]
+        return merge_batches(request_id, batches)
+
+    def score(self, rollouts: Sequence[RolloutLike]) -> list[RolloutResult]:
+        """One result per rollout, in input order."""
+        return self.score_batch(rollouts).results
+
+    def score_groups(self, groups: Sequence[Sequence[RolloutLike]]) -> list[GroupResult]:
+        """Scores groups (e.g. the G completions of each prompt); one GroupResult per group."""
+        return split_groups(self.score_batch(as_groups(groups)))
+
+    def stream(self, requests: Iterable[Sequence[RolloutLike]]) -> Iterator[ScoreBatchResult]:
+        """Sends each item (e.g. a group) as it is produced; yields results as they are ready.
+
+        Results may arrive in a different order than sent; match them by
+        ``request_id`` or rollout ids. The whole stream has the ``timeout_s`` deadline.
+        """
+        responses = self._stub.ScoreStream((self._stream_request(r) for r in requests), timeout=self.timeout_s)
+        for response in responses:
+            yield convert.batch_from_proto(response)
+
+    def list_tasks(self) -> list[TaskInfo]:
+        response = self._stub.ListTasks(pb.ListTasksRequest(), timeout=self.timeout_s)
+        return [convert.task_info_from_proto(t) for t in response.tasks]
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "RewardClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncRewardClient(_ClientBase):
+    """asyncio client: chunks of one call are sent concurrently (up to ``max_concurrency``)."""
+
+    def __init__(self, endpoint: str, *, timeout_s: float = 120.0, chunk_size: int = 1024,
+                 item_timeout_s: float = 0.0, max_concurrency: int = 8,
+                 channel: ChannelConfig | None = None) -> None:
+        super().__init__(endpoint, timeout_s=timeout_s, chunk_size=chunk_size,
+                         item_timeout_s=item_timeout_s, channel=channel)
+        self._channel = grpc.aio.insecure_channel(endpoint, options=self.channel_config.options())
+        self._stub = reward_pb2_grpc.RewardServiceStub(self._channel)
+        self._limit = asyncio.Semaphore(max_concurrency)
+
+    async def _call(self, request: pb.ScoreRequest) -> ScoreBatchResult:
+        async with self._limit:
+            return convert.batch_from_proto(await self._stub.Score(request, timeout=self.timeout_s))
+
+    async def score_batch(self, rollouts: Sequence[RolloutLike], request_id: str = "") -> ScoreBatchResult:
+        request_id = request_id or self._new_id()
+        batches = await asyncio.gather(*(self._call(r) for r in self._requests(rollouts, request_id)))
+        return merge_batches(request_id, batches)
+
+    async def score(self, rollouts: Sequence[RolloutLike]) -> list[RolloutResult]:
+        return (await self.score_batch(rollouts)).results
+
+    async def score_groups(self, groups: Sequence[Sequence[RolloutLike]]) -> list[GroupResult]:
+        return split_groups(await self.score_batch(as_groups(groups)))
+
+    async def stream(self, requests: AsyncIterable[Sequence[RolloutLike]]) -> AsyncIterator[ScoreBatchResult]:
+        """Async counterpart of RewardClient.stream."""
+
+        async def outgoing() -> AsyncIterator[pb.ScoreRequest]:
+            async for rollouts in requests:
+                yield self._stream_request(rollouts)
+
+        call = self._stub.ScoreStream(outgoing(), timeout=self.timeout_s)
+        async for response in call:
+            yield convert.batch_from_proto(response)
+
+    async def list_tasks(self) -> list[TaskInfo]:
+        response = await self._stub.ListTasks(pb.ListTasksRequest(), timeout=self.timeout_s)
+        return [convert.task_info_from_proto(t) for t in response.tasks]
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def __aenter__(self) -> "AsyncRewardClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
