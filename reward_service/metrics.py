@@ -12,6 +12,8 @@ class RewardMetrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        self._http = None
+        self._http_thread = None
         self.requests = Counter(
             "reward_requests", "Score requests by method and outcome", ["method", "code"], registry=self.registry
         )
@@ -38,5 +40,13 @@ class RewardMetrics:
         self.requests.labels(method, code).inc()
 
     def serve_http(self, port: int, host: str = "0.0.0.0") -> None:
-        """Exposes /metrics over HTTP (prometheus-client's own server)."""
-        start_http_server(port, addr=host, registry=self.registry)
+        """Exposes /metrics over HTTP (prometheus-client's own server) until ``close()``."""
+        self._http, self._http_thread = start_http_server(port, addr=host, registry=self.registry)
+
+    def close(self) -> None:
+        """Stops the /metrics server, if one was started."""
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http_thread.join(timeout=5)
+            self._http = None

@@ -105,6 +105,7 @@ class RewardServer:
         self.health.enter_graceful_shutdown()
         self.servicer.draining.set()
         self.server.stop(self.config.grace_s if grace_s is None else grace_s).wait()
+        self.metrics.close()
         if self._owns_scorer:
             self.scorer.close()
 
