@@ -290,3 +290,25 @@ def test_client_waits_for_a_server_that_starts_late():
         timer.join()
         for server in started:
             server.stop(0)
+
+
+def test_server_survives_bytes_that_are_not_a_request(reward_server, client):
+    with grpc.insecure_channel(reward_server.address) as channel:
+        raw = channel.unary_unary("/reward.v1.RewardService/Score",
+                                  request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        with pytest.raises(grpc.RpcError) as info:
+            raw(b"\xff\xfe\x00garbage\x12\x05not-a-proto", timeout=5)
+    assert info.value.code() in (grpc.StatusCode.INTERNAL, grpc.StatusCode.INVALID_ARGUMENT)
+    assert client.score([gsm(0, "#### 72")])[0].score == 1.0
+
+
+def test_invalid_utf8_in_a_completion_does_not_take_the_server_down(reward_server, client):
+    request = pb.ScoreRequest(rollouts=[pb.Rollout(id="a", task="gsm8k")]).SerializeToString()
+    # Rewrite the id field's payload into invalid UTF-8 bytes of the same length.
+    bad = request.replace(b"\x0a\x01a", b"\x0a\x01\xff")
+    with grpc.insecure_channel(reward_server.address) as channel:
+        raw = channel.unary_unary("/reward.v1.RewardService/Score",
+                                  request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        with pytest.raises(grpc.RpcError):
+            raw(bad, timeout=5)
+    assert client.score([gsm(0, "#### 72")])[0].score == 1.0
