@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from reward_service.contract import RolloutStatus, TaskInfo
-from reward_service.task_api import Task, TaskOutcome
+from reward_service.task_api import Task, TaskInput, TaskOutcome
 
 
 class CompositeTask(Task):
@@ -26,14 +26,31 @@ class CompositeTask(Task):
         for task, _ in self._parts.values():
             task.check_reference(reference)
 
+    @property
+    def batch_size(self) -> int:  # type: ignore[override]
+        return max(task.batch_size for task, _ in self._parts.values())
+
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
+        return self.combine({name: task.score(completion, reference, prompt)
+                             for name, (task, _) in self._parts.items()})
+
+    def score_batch(self, items: Sequence[TaskInput]) -> list[TaskOutcome]:
+        """Each component scores the whole batch (so a batching component stays batched)."""
+        per_part = {name: task.score_batch(items) for name, (task, _) in self._parts.items()}
+        return [self.combine({name: outs[i] for name, outs in per_part.items()}) for i in range(len(items))]
+
+    def combine(self, outcomes: Mapping[str, TaskOutcome]) -> TaskOutcome:
+        """The weighted sum of the components' outcomes for one completion."""
+        bad = next((o for o in outcomes.values() if o.status == RolloutStatus.INVALID_REFERENCE), None)
+        if bad is not None:
+            return bad
         total = 0.0
         components: dict[str, float] = {}
         extracted = ""
         details = []
         all_no_answer = True
-        for part_name, (task, weight) in self._parts.items():
-            outcome = task.score(completion, reference, prompt)
+        for part_name, outcome in outcomes.items():
+            weight = self._parts[part_name][1]
             total += weight * outcome.score
             components[part_name] = outcome.score
             for sub, value in outcome.components.items():

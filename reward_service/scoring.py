@@ -24,8 +24,8 @@ from reward_service.contract import (
 )
 from reward_service.registry import TaskRegistry, build_registry
 from reward_service.rewards_config import RewardsConfig
-from reward_service.task_api import InvalidReference
-from reward_service.worker_job import ItemOutcome, ScoreItem, init_worker, score_item
+from reward_service.task_api import InvalidReference, TaskInput
+from reward_service.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
 from reward_service.worker_pool import (
     ItemTimeout,
     JobError,
@@ -36,6 +36,9 @@ from reward_service.worker_pool import (
     WorkerCrashed,
     WorkerPool,
 )
+
+# A job of several items should take about this share of the item time limit.
+JOB_SHARE_OF_LIMIT = 0.05
 
 # Imported in the fork server so every (re)started worker begins warm.
 PRELOAD_MODULES = ("sympy", "reward_service.worker_job", "reward_service.math_verifier")
@@ -50,11 +53,12 @@ class ScorerConfig:
     max_item_timeout_s: float = field(default=60.0, metadata={"help": "largest per-request item limit allowed"})
     max_queue: int = field(default=100_000, metadata={"help": "pending items before RESOURCE_EXHAUSTED"})
     memory_limit_mb: int = field(default=4096, metadata={"help": "address-space limit per worker (0: none)"})
+    job_size: int = field(default=16, metadata={"help": "most unique items of one task per worker job"})
     rewards: RewardsConfig = field(default_factory=RewardsConfig)
 
     def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        if self.workers < 1 or self.job_size < 1:
+            raise ValueError(f"workers ({self.workers}) and job_size ({self.job_size}) must be >= 1")
         if not 0 < self.item_timeout_s <= self.max_item_timeout_s:
             raise ValueError(
                 f"need 0 < item_timeout_s ({self.item_timeout_s}) <= max_item_timeout_s ({self.max_item_timeout_s})"
@@ -65,28 +69,33 @@ class QueueFullError(RuntimeError):
     """The engine cannot take more items now; the caller should back off."""
 
 
+JobEntry = tuple[ScoreItem, Future]
+
+
 class PendingBatch:
     """A submitted request: its results become available when every item is done."""
 
     def __init__(self, request_id: str, rollouts: Sequence[Rollout], timeout_s: float) -> None:
         self.request_id = request_id
+        self.cancelled = False
         self._rollouts = list(rollouts)
         self._timeout_s = timeout_s
         self._start = time.perf_counter()
         self._ready: dict[int, RolloutResult] = {}
         self._slot_future: dict[int, tuple[Future, bool]] = {}
-        self._futures: list[Future] = []
+        self._item_futures: list[Future] = []
+        self._jobs: list[Future] = []
         self._lock = threading.Lock()
         self._remaining = 0
         self._done = threading.Event()
         self._callbacks: list[Callable[["PendingBatch"], None]] = []
 
     def _arm(self) -> None:
-        """Starts counting completions (after every future is attached)."""
-        self._remaining = len(self._futures)
-        if not self._futures:
+        """Starts counting completions (after every item future exists)."""
+        self._remaining = len(self._item_futures)
+        if not self._item_futures:
             self._finish()
-        for fut in self._futures:
+        for fut in self._item_futures:
             fut.add_done_callback(self._one_done)
 
     def _one_done(self, _: Future) -> None:
@@ -97,8 +106,10 @@ class PendingBatch:
             self._finish()
 
     def _finish(self) -> None:
-        self._done.set()
-        for cb in self._callbacks:
+        with self._lock:
+            self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
             cb(self)
 
     def add_done_callback(self, fn: Callable[["PendingBatch"], None]) -> None:
@@ -113,9 +124,10 @@ class PendingBatch:
         return self._done.wait(timeout)
 
     def cancel(self) -> None:
-        """Drops items not yet dispatched to a worker (running ones finish or time out)."""
-        for fut in self._futures:
-            fut.cancel()
+        """Drops jobs not yet dispatched to a worker (running ones finish or time out)."""
+        self.cancelled = True
+        for job in list(self._jobs):
+            job.cancel()
 
     def result(self) -> ScoreBatchResult:
         """All results in request order; call after ``wait()`` returned True."""
@@ -131,7 +143,13 @@ class PendingBatch:
 
 
 class Scorer:
-    """Owns the task registry and the worker pool. Create it before any gRPC server."""
+    """Owns the task registry and the worker pool. Create it before any gRPC server.
+
+    Unique items of one task go to workers in jobs of several items (sized so a
+    job takes a small share of the item limit; a task may set ``batch_size``).
+    A job that times out, crashes or fails is retried item by item, so only
+    the item at fault is answered TIMEOUT or ERROR.
+    """
 
     def __init__(self, config: ScorerConfig) -> None:
         self.config = config
@@ -143,29 +161,36 @@ class Scorer:
             memory_limit_mb=config.memory_limit_mb,
             preload_modules=PRELOAD_MODULES,
         )
-        self.pool = WorkerPool(score_item, pool_config, initializer=init_worker, initargs=(config.rewards,))
+        self.pool = WorkerPool(score_items, pool_config, initializer=init_worker, initargs=(config.rewards,))
+        self._item_ms: dict[str, float] = {}
 
     def list_tasks(self) -> list[TaskInfo]:
         return self.registry.infos()
 
     def submit(self, rollouts: Sequence[Rollout], request_id: str = "", item_timeout_s: float = 0.0) -> PendingBatch:
-        """Queues every rollout; raises QueueFullError (having queued nothing) when the pool is full."""
+        """Queues every rollout; raises QueueFullError (dropping what it queued) when the pool is full."""
         timeout = item_timeout_s or self.config.item_timeout_s
         batch = PendingBatch(request_id, rollouts, timeout)
-        by_key: dict[tuple, Future] = {}
+        unique: dict[tuple, Future] = {}
+        by_task: dict[str, list[JobEntry]] = {}
+        for i, rollout in enumerate(rollouts):
+            early = self._precheck(rollout)
+            if early is not None:
+                batch._ready[i] = early
+                continue
+            key = rollout.dedup_key()
+            first = key not in unique
+            if first:
+                unique[key] = Future()
+                item = ScoreItem(rollout.task, TaskInput(rollout.completion, rollout.reference, rollout.prompt))
+                by_task.setdefault(rollout.task, []).append((item, unique[key]))
+            batch._slot_future[i] = (unique[key], first)
+        batch._item_futures = list(unique.values())
         try:
-            for i, rollout in enumerate(rollouts):
-                early = self._precheck(rollout)
-                if early is not None:
-                    batch._ready[i] = early
-                    continue
-                key = rollout.dedup_key()
-                first = key not in by_key
-                if first:
-                    item = ScoreItem(rollout.task, rollout.completion, rollout.reference, rollout.prompt)
-                    by_key[key] = self.pool.submit(item, timeout_s=timeout)
-                    batch._futures.append(by_key[key])
-                batch._slot_future[i] = (by_key[key], first)
+            for task, entries in by_task.items():
+                size = self._job_size(task)
+                for start in range(0, len(entries), size):
+                    self._submit_job(batch, entries[start:start + size], timeout)
         except QueueFull as exc:
             batch.cancel()
             raise QueueFullError(f"verification queue is full ({exc}); retry later or add replicas") from None
@@ -177,6 +202,50 @@ class Scorer:
         batch = self.submit(rollouts, request_id, item_timeout_s)
         batch.wait()
         return batch.result()
+
+    def _job_size(self, task: str) -> int:
+        """Items per job: the task's own batch size, else what fits in a small share of the limit."""
+        declared = self.registry.get(task).batch_size
+        if declared:
+            return declared
+        estimate_ms = self._item_ms.get(task)
+        if estimate_ms is None:
+            return self.config.job_size
+        budget_ms = self.config.item_timeout_s * 1000.0 * JOB_SHARE_OF_LIMIT
+        return max(1, min(self.config.job_size, int(budget_ms / max(estimate_ms, 1e-3))))
+
+    def _submit_job(self, batch: PendingBatch, entries: list[JobEntry], timeout: float) -> None:
+        job = self.pool.submit([item for item, _ in entries], timeout_s=timeout)
+        batch._jobs.append(job)
+        job.add_done_callback(lambda done: self._job_done(batch, entries, timeout, done))
+
+    def _job_done(self, batch: PendingBatch, entries: list[JobEntry], timeout: float, job: Future) -> None:
+        """Resolves the job's item futures, or retries its items one by one after a failure."""
+        try:
+            outcomes: list[ItemOutcome] = job.result(timeout=0)
+        except (ItemTimeout, WorkerCrashed, JobError) as exc:
+            if len(entries) > 1 and not batch.cancelled:
+                for entry in entries:
+                    self._retry_alone(batch, entry, timeout)
+                return
+            error: BaseException = exc
+        except (PoolError, CancelledError) as exc:
+            error = exc if isinstance(exc, PoolError) else CancelledError()
+        else:
+            task = entries[0][0].task
+            item_ms = outcomes[0].elapsed_ms if outcomes else 0.0
+            self._item_ms[task] = 0.8 * self._item_ms.get(task, item_ms) + 0.2 * item_ms
+            for (_, fut), outcome in zip(entries, outcomes):
+                fut.set_result(outcome)
+            return
+        for _, fut in entries:
+            fut.set_exception(error)
+
+    def _retry_alone(self, batch: PendingBatch, entry: JobEntry, timeout: float) -> None:
+        try:
+            self._submit_job(batch, [entry], timeout)
+        except PoolError as exc:
+            entry[1].set_exception(exc)
 
     def _precheck(self, rollout: Rollout) -> RolloutResult | None:
         """Answers at once what needs no worker: unknown task, missing reference fields."""

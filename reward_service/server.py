@@ -40,6 +40,7 @@ class ServerConfig:
     max_message_mb: int = field(default=64, metadata={"help": "largest request/response message"})
     max_queue: int = field(default=100_000, metadata={"help": "pending items before RESOURCE_EXHAUSTED"})
     memory_limit_mb: int = field(default=4096, metadata={"help": "address-space limit per worker (0: none)"})
+    job_size: int = field(default=16, metadata={"help": "most unique items of one task per worker job"})
     server_threads: int = field(default=32, metadata={"help": "gRPC handler threads (concurrent calls)"})
     grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
     metrics_port: int = field(default=0, metadata={"help": "Prometheus /metrics port (0: off)"})
@@ -54,7 +55,7 @@ class ServerConfig:
     def scorer_config(self) -> ScorerConfig:
         return ScorerConfig(workers=self.workers, item_timeout_s=self.item_timeout_s,
                             max_item_timeout_s=self.max_item_timeout_s, max_queue=self.max_queue,
-                            memory_limit_mb=self.memory_limit_mb, rewards=self.rewards)
+                            memory_limit_mb=self.memory_limit_mb, job_size=self.job_size, rewards=self.rewards)
 
     def grpc_options(self) -> list[tuple[str, int]]:
         size = self.max_message_mb * 1024 * 1024

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from reward_service.contract import RolloutStatus, TaskInfo
 
@@ -38,11 +38,21 @@ class InvalidTaskOptions(ValueError):
 
 
 @dataclass(frozen=True)
+class TaskInput:
+    """One completion to score, with its reference data (what ``score_batch`` receives)."""
+
+    completion: str
+    reference: Mapping[str, Any]
+    prompt: str = ""
+
+
+@dataclass(frozen=True)
 class TaskOutcome:
     """What a task says about one completion.
 
-    ``status`` is OK (scored) or NO_ANSWER (scored, nothing extracted). The
-    unscored statuses (timeout, error, ...) are set by the server, never by tasks.
+    ``status`` is OK (scored) or NO_ANSWER (scored, nothing extracted), or
+    INVALID_REFERENCE from ``score_batch``. The other unscored statuses
+    (timeout, error, ...) are set by the server, never by tasks.
     """
 
     score: float
@@ -72,6 +82,10 @@ class Task(abc.ABC):
     description: ClassVar[str] = ""
     reference_fields: ClassVar[tuple[str, ...]] = ()
     required_reference_fields: ClassVar[tuple[str, ...]] = ()
+    #: Most items of one request the server hands to one ``score_batch`` call
+    #: (0: the server's default). A task whose work batches well (a model
+    #: forward pass, one remote call) sets it high and overrides ``score_batch``.
+    batch_size: ClassVar[int] = 0
 
     def __init__(self, **options: Any) -> None:
         if options:
@@ -80,6 +94,20 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         """Scores one completion. Never raises on model output."""
+
+    def score_batch(self, items: Sequence[TaskInput]) -> list[TaskOutcome]:
+        """Scores several completions; one outcome per item, in order.
+
+        The default calls ``score`` per item; an item whose reference is
+        unusable gets an INVALID_REFERENCE outcome without failing the others.
+        """
+        outcomes = []
+        for item in items:
+            try:
+                outcomes.append(self.score(item.completion, item.reference, item.prompt))
+            except InvalidReference as exc:
+                outcomes.append(TaskOutcome(0.0, RolloutStatus.INVALID_REFERENCE, detail=str(exc)))
+        return outcomes
 
     def check_reference(self, reference: Mapping[str, Any]) -> None:
         """Raises InvalidReference when a required field is missing (cheap; runs in the server)."""

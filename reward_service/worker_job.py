@@ -1,19 +1,19 @@
 """What runs inside a verification worker process: build the registry once, score items.
 
 The worker pool calls :func:`init_worker` once per process and
-:func:`score_item` per item; both are module-level so they pickle by reference.
+:func:`score_items` per job (a few items of one request); both are module-level
+so they pickle by reference.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Sequence
 
-from reward_service.contract import RolloutStatus
 from reward_service.registry import TaskRegistry, build_registry
 from reward_service.rewards_config import RewardsConfig
-from reward_service.task_api import InvalidReference, TaskOutcome
+from reward_service.task_api import TaskInput, TaskOutcome
 
 _registry: TaskRegistry | None = None
 
@@ -23,14 +23,12 @@ class ScoreItem:
     """One unique (task, completion, reference, prompt) to verify."""
 
     task: str
-    completion: str
-    reference: Mapping[str, Any]
-    prompt: str = ""
+    input: TaskInput
 
 
 @dataclass(frozen=True)
 class ItemOutcome:
-    """A task outcome plus how long the worker spent on it."""
+    """A task outcome plus the worker time spent on it."""
 
     outcome: TaskOutcome
     elapsed_ms: float
@@ -42,14 +40,20 @@ def init_worker(config: RewardsConfig) -> None:
     _registry = build_registry(config)
 
 
-def score_item(item: ScoreItem) -> ItemOutcome:
-    """Scores one item. An unusable reference is INVALID_REFERENCE; other task bugs propagate
-    (the pool reports them as a job error, and the rollout is answered ERROR)."""
+def score_items(items: Sequence[ScoreItem]) -> list[ItemOutcome]:
+    """Scores a job's items, in order; all items of one job share a task.
+
+    A task bug propagates: the pool reports the job failed, and the server
+    retries each item alone so only the item that fails is answered ERROR.
+    """
     if _registry is None:
         raise RuntimeError("worker not initialized: init_worker() must run first")
+    if len({item.task for item in items}) > 1:
+        raise ValueError("a job's items must share one task")
+    task = _registry.get(items[0].task)
     start = time.perf_counter()
-    try:
-        outcome = _registry.get(item.task).score(item.completion, item.reference, item.prompt)
-    except InvalidReference as exc:
-        outcome = TaskOutcome(0.0, RolloutStatus.INVALID_REFERENCE, detail=str(exc))
-    return ItemOutcome(outcome, (time.perf_counter() - start) * 1000.0)
+    outcomes = task.score_batch([item.input for item in items])
+    if len(outcomes) != len(items):
+        raise RuntimeError(f"task {items[0].task!r} returned {len(outcomes)} outcomes for {len(items)} items")
+    per_item_ms = (time.perf_counter() - start) * 1000.0 / len(items)
+    return [ItemOutcome(outcome, per_item_ms) for outcome in outcomes]

@@ -15,6 +15,7 @@ TEST_REWARDS = RewardsConfig(
         TaskSpec("hang", "tests.integration.stress_tasks:HangTask"),
         TaskSpec("crash", "tests.integration.stress_tasks:CrashTask"),
         TaskSpec("sleep", "tests.integration.stress_tasks:SleepTask"),
+        TaskSpec("raise", "tests.integration.stress_tasks:RaiseTask"),
     ),
     rewards=(CompositeSpec("math_with_format", {"math": 1.0, "format": 0.2}),),
 )

@@ -40,7 +40,20 @@ class SleepTask(Task):
     name = "sleep"
     description = "test task: sleeps reference.seconds"
     required_reference_fields = ("seconds",)
+    batch_size = 1  # each item is slow: one per job
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         time.sleep(float(reference["seconds"]))
+        return TaskOutcome.binary(True)
+
+
+class RaiseTask(Task):
+    """A buggy verifier: raises on 'raise', scores 1 otherwise."""
+
+    name = "raise"
+    description = "test task: raises RuntimeError on 'raise'"
+
+    def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
+        if completion == "raise":
+            raise RuntimeError("verifier bug")
         return TaskOutcome.binary(True)
