@@ -215,9 +215,21 @@ def test_worker_crash_mid_batch_answers_every_rollout(reward_server, client):
     assert [r.score for r in results if r.id != "boom"] == [1.0 if i == 3 else 0.0 for i in range(8)]
 
 
+def kill_a_busy_worker(pool, timeout_s: float = 10.0) -> None:
+    """Waits until every worker is busy, then SIGKILLs one of them."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        stats = pool.stats()
+        if stats.busy_workers == stats.alive_workers > 0 and pool.worker_pids():
+            os.kill(pool.worker_pids()[0], signal.SIGKILL)
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"workers never all busy: {pool.stats()}")
+
+
 def test_worker_killed_from_outside_mid_batch_answers_every_rollout(reward_server, client):
-    slow = [{"id": f"s{i}", "task": "sleep", "completion": str(i), "reference": {"seconds": 0.4}} for i in range(6)]
-    killer = threading.Timer(0.2, lambda: os.kill(reward_server.scorer.pool.worker_pids()[0], signal.SIGKILL))
+    slow = [{"id": f"s{i}", "task": "sleep", "completion": str(i), "reference": {"seconds": 0.5}} for i in range(6)]
+    killer = threading.Thread(target=kill_a_busy_worker, args=(reward_server.scorer.pool,))
     killer.start()
     results = client.score(slow)
     killer.join()
