@@ -1,0 +1,267 @@
+"""Structured answers: tuples, intervals, unions, sets, matrices, equations, lists.
+
+:func:`parse_structure` turns a *normalized* answer string into a small tree
+(pure string work, no sympy); :func:`structures_match` compares two trees,
+delegating leaf comparison to callbacks supplied by :mod:`.math_equal`.
+
+Rules:
+
+* ``(1, 2)``, ``[1, 2]``, ``(1, 2]``, ``[0, \\infty)`` are *ordered*; the
+  opening and closing bracket must be the same on both sides.
+* ``A \\cup B`` is a union; the pieces are compared as an unordered collection.
+* ``\\{1, 2\\}`` is a set (unordered); ``\\emptyset`` is the empty set.
+* ``\\begin{pmatrix}..\\end{pmatrix}`` (also ``bmatrix`` etc.) is compared
+  element-wise with the same shape; the matrix flavour is ignored.
+* ``x = 3`` against a non-equation compares ``3`` (when the left side is a
+  single variable such as ``x``, ``x_1``, ``\\theta`` or ``f(x)``); equation
+  against equation is delegated (``lhs - rhs`` up to a constant factor).
+* Several answers -- a bare top-level comma list, ``2 and 3``, ``x=2 or x=3``,
+  ``2 \\pm \\sqrt 3`` -- form an unordered list; the other side must hold the
+  same answers, no more and no fewer.  A set and a list compare alike; a
+  list never matches a single answer (so "1 or 2 or 3" does not match 2).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Callable, Union
+
+__all__ = [
+    "Scalar", "Bracketed", "SetAnswer", "IntervalUnion", "Matrix", "Equation", "Choices",
+    "Answer", "parse_structure", "structures_match", "split_top_level",
+]
+
+MAX_ITEMS = 64
+
+
+@dataclass(frozen=True)
+class Scalar:
+    text: str
+
+
+@dataclass(frozen=True)
+class Bracketed:
+    """Tuple, point or interval: ``brackets`` is e.g. ``"(]"``."""
+
+    brackets: str
+    items: tuple["Answer", ...]
+
+
+@dataclass(frozen=True)
+class SetAnswer:
+    items: tuple["Answer", ...]
+
+
+@dataclass(frozen=True)
+class IntervalUnion:
+    parts: tuple["Answer", ...]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    rows: tuple[tuple["Answer", ...], ...]
+
+
+@dataclass(frozen=True)
+class Equation:
+    lhs: str
+    rhs: str
+
+
+@dataclass(frozen=True)
+class Choices:
+    """Several alternative answers (unordered)."""
+
+    items: tuple["Answer", ...]
+
+
+Answer = Union[Scalar, Bracketed, SetAnswer, IntervalUnion, Matrix, Equation, Choices]
+ScalarEq = Callable[[str, str], bool]
+EquationEq = Callable[[Equation, Equation], bool]
+
+_OPEN = "([{"
+_CLOSE = ")]}"
+_LIST_SEP_RE = re.compile(r",\s*(?:and|or)\s+|,|;|\s+(?:and|or)\s+")
+_CUP_RE = re.compile(r"\\cup(?![A-Za-z])|\s+U\s+")
+_EQ_RE = re.compile(r"(?<![<>!\\])=|\\(?:in|approx)(?![A-Za-z])")
+_PM_RE = re.compile(r"\\pm(?![A-Za-z])|\+-|\+/-")
+_MATRIX_RE = re.compile(
+    r"[\[(]?\s*\\begin\{([pbvBV]?matrix|array)\}(?:\{[lcr| ]*\})?(.*)\\end\{\1\}\s*[\])]?",
+    re.DOTALL)
+_SINGLE_VAR_RE = re.compile(
+    r"[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?|\\[A-Za-z]+|[A-Za-z]\s*\(\s*[A-Za-z]\s*\)")
+_EMPTY_SET = frozenset({"\\emptyset", "\\varnothing", "\\{\\}", "{}", "\\{ \\}"})
+
+
+def split_top_level(s: str, pattern: re.Pattern[str]) -> list[str]:
+    """Split ``s`` on ``pattern`` matches that are outside all brackets."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    idx = 0
+    while idx < len(s):
+        ch = s[idx]
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+        elif depth == 0:
+            m = pattern.match(s, idx)
+            if m is not None and m.end() > idx:
+                parts.append(s[start:idx])
+                start = idx = m.end()
+                continue
+        idx += 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts]
+
+
+def _enclosing_pair(s: str) -> bool:
+    """Whether the first char is a bracket whose match is the last char."""
+    if len(s) < 2 or s[0] not in _OPEN or s[-1] not in _CLOSE:
+        return False
+    depth = 0
+    for idx, ch in enumerate(s):
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return idx == len(s) - 1
+    return False
+
+
+def _items(parts: list[str]) -> tuple[Answer, ...]:
+    if len(parts) > MAX_ITEMS:
+        raise ValueError("too many items")
+    return tuple(parse_structure(p) for p in parts)
+
+
+def _parse_matrix(s: str) -> Matrix | None:
+    m = _MATRIX_RE.fullmatch(s.strip())
+    if m is None:
+        return None
+    rows = [r for r in (row.strip() for row in m.group(2).split("\\\\")) if r]
+    if len(rows) > MAX_ITEMS:
+        raise ValueError("too many rows")
+    return Matrix(tuple(_items([c.strip() for c in row.split("&")]) for row in rows))
+
+
+def _parse_set(s: str) -> SetAnswer | None:
+    if s in _EMPTY_SET:
+        return SetAnswer(())
+    if s.startswith("\\{") and s.endswith("\\}"):
+        inner = s[2:-2]
+    elif _enclosing_pair(s) and s[0] == "{" and s[-1] == "}" and "," in s:
+        inner = s[1:-1]
+    else:
+        return None
+    parts = split_top_level(inner.replace("\\{", "{").replace("\\}", "}"), re.compile(","))
+    return SetAnswer(_items([p for p in parts if p]))
+
+
+def _parse_list_like(s: str) -> Answer | None:
+    parts = split_top_level(s, _CUP_RE)
+    if len(parts) > 1:
+        return IntervalUnion(_items(parts))
+    parts = [p for p in split_top_level(s, _LIST_SEP_RE) if p]
+    if len(parts) > 1:
+        return Choices(_items(parts))
+    pm = split_top_level(s, _PM_RE)
+    if len(pm) == 2:
+        left = pm[0]
+        return Choices((parse_structure(f"{left}+{pm[1]}" if left else pm[1]),
+                        parse_structure(f"{left}-{pm[1]}" if left else f"-{pm[1]}")))
+    return None
+
+
+def parse_structure(s: str) -> Answer:
+    """Parse a normalized answer into an :data:`Answer` tree (never sympy)."""
+    s = s.strip()
+    matrix = _parse_matrix(s)
+    if matrix is not None:
+        return matrix
+    eq = split_top_level(s, _EQ_RE)
+    if len(eq) == 2 and eq[0] and eq[1] and not _LIST_SEP_RE.search(eq[0]):
+        rhs_parts = split_top_level(eq[1], _LIST_SEP_RE)
+        if len(rhs_parts) == 1 or not _SINGLE_VAR_RE.fullmatch(eq[0]):
+            return Equation(eq[0], eq[1])
+    listed = _parse_list_like(s)
+    if listed is not None:
+        return listed
+    set_answer = _parse_set(s)
+    if set_answer is not None:
+        return set_answer
+    if _enclosing_pair(s) and s[0] in "([" and s[-1] in ")]":
+        parts = split_top_level(s[1:-1], re.compile(","))
+        if len(parts) > 1:
+            return Bracketed(s[0] + s[-1], _items(parts))
+    return Scalar(s)
+
+
+def _rhs_if_assignment(a: Answer) -> Answer:
+    if isinstance(a, Equation) and _SINGLE_VAR_RE.fullmatch(a.lhs.strip()):
+        return parse_structure(a.rhs)
+    return a
+
+
+def _unordered_match(xs: tuple[Answer, ...], ys: tuple[Answer, ...], eq: Callable[[Answer, Answer], bool]) -> bool:
+    if len(xs) != len(ys):
+        return False
+    if len(xs) <= 6:
+        table = [[eq(x, y) for y in ys] for x in xs]
+        return any(all(table[i][j] for i, j in enumerate(perm))
+                   for perm in itertools.permutations(range(len(ys))))
+    used = [False] * len(ys)
+    for x in xs:
+        for j, y in enumerate(ys):
+            if not used[j] and eq(x, y):
+                used[j] = True
+                break
+        else:
+            return False
+    return True
+
+
+def _equations_match(a: Equation, b: Equation, scalar_eq: ScalarEq, equation_eq: EquationEq) -> bool:
+    la, lb = a.lhs.strip(), b.lhs.strip()
+    if _SINGLE_VAR_RE.fullmatch(la) and la.replace(" ", "") == lb.replace(" ", ""):
+        if structures_match(parse_structure(a.rhs), parse_structure(b.rhs), scalar_eq, equation_eq):
+            return True
+    return equation_eq(a, b)
+
+
+def structures_match(a: Answer, b: Answer, scalar_eq: ScalarEq, equation_eq: EquationEq) -> bool:
+    """Compare two answer trees; leaves use ``scalar_eq``, equations ``equation_eq``."""
+    def rec(x: Answer, y: Answer) -> bool:
+        return structures_match(x, y, scalar_eq, equation_eq)
+
+    if isinstance(a, Equation) and isinstance(b, Equation):
+        return _equations_match(a, b, scalar_eq, equation_eq)
+    if isinstance(a, Equation) or isinstance(b, Equation):
+        a2, b2 = _rhs_if_assignment(a), _rhs_if_assignment(b)
+        if isinstance(a2, Equation) or isinstance(b2, Equation):
+            return False
+        return rec(a2, b2)
+    if isinstance(a, Choices) and len(a.items) == 1:
+        return rec(a.items[0], b)
+    if isinstance(b, Choices) and len(b.items) == 1:
+        return rec(a, b.items[0])
+    if isinstance(a, (Choices, SetAnswer)) and isinstance(b, (Choices, SetAnswer)):
+        return _unordered_match(a.items, b.items, rec)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, Scalar):
+        return scalar_eq(a.text, b.text)
+    if isinstance(a, Bracketed):
+        return (a.brackets == b.brackets and len(a.items) == len(b.items)
+                and all(rec(x, y) for x, y in zip(a.items, b.items)))
+    if isinstance(a, IntervalUnion):
+        return _unordered_match(a.parts, b.parts, rec)
+    if isinstance(a, Matrix):
+        return (len(a.rows) == len(b.rows)
+                and all(len(r) == len(s) and all(rec(x, y) for x, y in zip(r, s))
+                        for r, s in zip(a.rows, b.rows)))
+    return False
