@@ -3,6 +3,7 @@
     reward-service serve --port 50051 --workers 2 --config configs/rewards.yaml
     reward-service score --task gsm8k --in rollouts.jsonl --out scores.jsonl            # in-process
     reward-service score --in rollouts.jsonl --out scores.jsonl --endpoint localhost:50051
+    reward-service serve-rm --checkpoint runs/rm/final --port 50052                   # reward model
 
 Flags default to ``REWARD_SERVICE_<FLAG>`` environment variables (for containers).
 """
@@ -22,6 +23,7 @@ from tqdm import tqdm
 from reward_service.contract import Rollout, RolloutResult
 from reward_service.jsonl_io import JsonlError, read_rollouts, write_results
 from reward_service.rewards_config import RewardsConfig, RewardsConfigError
+from reward_service.rm.rm_server import RewardModelServerConfig
 from reward_service.server import ServerConfig
 
 logger = logging.getLogger(__name__)
@@ -55,6 +57,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     fields = [f.name for f in dataclasses.fields(ServerConfig) if f.name != "rewards"]
     serve(_server_config(args, fields))
+    return 0
+
+
+def _add_rm_server_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per RewardModelServerConfig field (booleans are switches), with environment defaults."""
+    for f in dataclasses.fields(RewardModelServerConfig):
+        flag, env = f"--{f.name.replace('_', '-')}", os.environ.get(ENV_PREFIX + f.name.upper())
+        if isinstance(f.default, bool):
+            default = f.default if env is None else env.lower() in ("1", "true", "yes")
+            parser.add_argument(flag, action="store_true", default=default, help=f.metadata.get("help", ""))
+            continue
+        default = f.default if env is None else type(f.default)(env)
+        parser.add_argument(flag, type=type(f.default), default=default,
+                            help=f"{f.metadata.get('help', '')} (default: {default})")
+
+
+def cmd_serve_rm(args: argparse.Namespace) -> int:
+    from reward_service.rm.rm_server import serve_rm
+
+    serve_rm(RewardModelServerConfig(**{f.name: getattr(args, f.name)
+                                        for f in dataclasses.fields(RewardModelServerConfig)}))
     return 0
 
 
@@ -111,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", default=os.environ.get(ENV_PREFIX + "CONFIG"),
                        help="rewards YAML: task options and composite rewards")
     serve.set_defaults(func=cmd_serve)
+
+    serve_rm = sub.add_parser("serve-rm", help="run the gRPC reward-model server (dynamic batching)")
+    _add_rm_server_flags(serve_rm)
+    serve_rm.set_defaults(func=cmd_serve_rm)
 
     score = sub.add_parser("score", help="score a JSONL file in-process, or through --endpoint")
     score.add_argument("--in", dest="in_path", required=True, help="rollouts JSONL")

@@ -30,6 +30,10 @@ class CompositeTask(Task):
     def batch_size(self) -> int:  # type: ignore[override]
         return max(task.batch_size for task, _ in self._parts.values())
 
+    @property
+    def time_limit_s(self) -> float:  # type: ignore[override]
+        return sum(task.time_limit_s for task, _ in self._parts.values())
+
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         return self.combine({name: task.score(completion, reference, prompt)
                              for name, (task, _) in self._parts.items()})

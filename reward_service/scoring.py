@@ -189,8 +189,9 @@ class Scorer:
         try:
             for task, entries in by_task.items():
                 size = self._job_size(task)
+                limit = max(timeout, self.registry.get(task).time_limit_s)
                 for start in range(0, len(entries), size):
-                    self._submit_job(batch, entries[start:start + size], timeout)
+                    self._submit_job(batch, entries[start:start + size], limit)
         except QueueFull as exc:
             batch.cancel()
             raise QueueFullError(f"verification queue is full ({exc}); retry later or add replicas") from None
@@ -276,10 +277,11 @@ def result_from_future(rollout: Rollout, fut: Future, first: bool, timeout_s: fl
     """Maps a finished pool future to the rollout's result; failures become unscored statuses."""
     try:
         item: ItemOutcome = fut.result(timeout=0)
-    except ItemTimeout:
+    except ItemTimeout as exc:
+        limit = exc.timeout_s or timeout_s
         return unscored(rollout, RolloutStatus.TIMEOUT,
-                        f"verifier exceeded the {timeout_s:g}s item limit; its worker was replaced",
-                        timeout_s * 1000.0 if first else 0.0)
+                        f"verifier exceeded the {limit:g}s item limit; its worker was replaced",
+                        limit * 1000.0 if first else 0.0)
     except WorkerCrashed as exc:
         return unscored(rollout, RolloutStatus.ERROR, f"verifier worker crashed: {exc}")
     except JobError as exc:

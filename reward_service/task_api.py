@@ -86,6 +86,9 @@ class Task(abc.ABC):
     #: (0: the server's default). A task whose work batches well (a model
     #: forward pass, one remote call) sets it high and overrides ``score_batch``.
     batch_size: ClassVar[int] = 0
+    #: A task that waits on something slower than the server's item limit (a
+    #: remote model) raises the hard limit for its own jobs to this many seconds.
+    time_limit_s: float = 0.0
 
     def __init__(self, **options: Any) -> None:
         if options:

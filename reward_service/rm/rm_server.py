@@ -1,0 +1,185 @@
+"""The reward-model server: ``create_rm_server`` builds and starts one (tests use port 0).
+
+    python -m reward_service serve-rm --checkpoint runs/rm/final --port 50052
+
+The port is bound before the checkpoint loads, so health checks answer at once:
+NOT_SERVING until the model is loaded and warmed up (one dummy forward pass), then
+SERVING; NOT_SERVING again while draining.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import signal
+import threading
+from concurrent import futures
+from dataclasses import asdict, dataclass, field
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from reward.v1 import reward_model_pb2, reward_model_pb2_grpc
+from reward_service.rm.checkpoint import DTYPES, CheckpointError, LoadedRewardModel, load_checkpoint
+from reward_service.rm.dynamic_batcher import BatcherConfig, DynamicBatcher
+from reward_service.rm.model_holder import Loader, ModelHolder
+from reward_service.rm.rm_servicer import RequestLimits, RewardModelServicer
+
+logger = logging.getLogger(__name__)
+
+SERVICE_NAME = reward_model_pb2.DESCRIPTOR.services_by_name["RewardModelService"].full_name
+
+
+@dataclass(frozen=True)
+class RewardModelServerConfig:
+    """Everything ``reward-service serve-rm`` needs; built from CLI flags (see cli.py)."""
+
+    checkpoint: str = field(default="", metadata={"help": "checkpoint directory written by trainer-client train-rm"})
+    host: str = field(default="127.0.0.1", metadata={"help": "address to bind (0.0.0.0 for all)"})
+    port: int = field(default=50052, metadata={"help": "port to bind; 0 picks a free one"})
+    device: str = field(default="cpu", metadata={"help": "cpu or cuda[:N]"})
+    dtype: str = field(default="float32", metadata={"help": "float32 or bfloat16"})
+    max_length: int = field(default=0, metadata={"help": "tokens per pair (0: the checkpoint's own)"})
+    max_batch_tokens: int = field(default=4096, metadata={
+        "help": "padded tokens (pairs x longest) per forward pass; raise it on a GPU"})
+    max_wait_ms: float = field(default=5.0, metadata={"help": "longest a pair waits for companions"})
+    max_padding: float = field(default=0.25, metadata={"help": "largest share of padding in a merged batch"})
+    no_batching: bool = field(default=False, metadata={"help": "one forward pass per request (a baseline)"})
+    max_items_per_request: int = field(default=1024, metadata={"help": "larger requests: INVALID_ARGUMENT"})
+    max_queue_items: int = field(default=100_000, metadata={"help": "pending pairs before RESOURCE_EXHAUSTED"})
+    max_message_mb: int = field(default=64, metadata={"help": "largest request/response message"})
+    server_threads: int = field(default=64, metadata={"help": "gRPC handler threads (concurrent calls)"})
+    torch_threads: int = field(default=0, metadata={"help": "torch intra-op threads (0: torch's default)"})
+    grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
+
+    def __post_init__(self) -> None:
+        if not self.checkpoint:
+            raise ValueError("checkpoint is required: pass --checkpoint DIR (a directory from trainer-client train-rm)")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in 0..65535, got {self.port}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.max_length < 0 or self.torch_threads < 0:
+            raise ValueError("max_length and torch_threads must be >= 0 (0: default)")
+        if min(self.max_items_per_request, self.server_threads, self.max_message_mb) < 1:
+            raise ValueError("max_items_per_request, server_threads and max_message_mb must be >= 1")
+        self.batcher_config()  # validates the batching fields
+
+    def batcher_config(self) -> BatcherConfig:
+        return BatcherConfig(max_batch_tokens=self.max_batch_tokens, max_wait_ms=self.max_wait_ms,
+                             max_padding=self.max_padding, merge_requests=not self.no_batching,
+                             max_queue_items=self.max_queue_items)
+
+    def loader(self) -> Loader:
+        return functools.partial(load_checkpoint, device=self.device, dtype=self.dtype, max_length=self.max_length)
+
+    def grpc_options(self) -> list[tuple[str, int]]:
+        size = self.max_message_mb * 1024 * 1024
+        return [
+            ("grpc.max_receive_message_length", size),
+            ("grpc.max_send_message_length", size),
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        ]
+
+
+class RewardModelServer:
+    """A started server: ``port`` is the bound port; ``stop()`` drains and shuts down."""
+
+    def __init__(self, config: RewardModelServerConfig, loader: Loader) -> None:
+        self.config = config
+        self.batcher = DynamicBatcher(config.batcher_config())
+        self.health = health.HealthServicer()
+        for name in ("", SERVICE_NAME):
+            self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.holder = ModelHolder(loader, on_loaded=self._on_loaded)
+        self.servicer = RewardModelServicer(self.holder, self.batcher, RequestLimits(config.max_items_per_request))
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.server_threads,
+                                                             thread_name_prefix="rm-grpc"),
+                                  options=config.grpc_options())
+        reward_model_pb2_grpc.add_RewardModelServiceServicer_to_server(self.servicer, self.server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
+        try:
+            self.port = self.server.add_insecure_port(f"{config.host}:{config.port}")
+        except RuntimeError as exc:
+            self.batcher.close()
+            raise OSError(f"could not bind {config.host}:{config.port}: {exc}") from exc
+        if self.port == 0:
+            self.batcher.close()
+            raise OSError(f"could not bind {config.host}:{config.port}")
+        self.server.start()
+        self._loading = threading.Thread(target=self.holder.load_initial, args=(config.checkpoint,),
+                                         name="rm-initial-load", daemon=True)
+        self._loading.start()
+
+    @property
+    def address(self) -> str:
+        return f"{self.config.host}:{self.port}"
+
+    def wait_loaded(self, timeout_s: float | None = None) -> bool:
+        """Waits for the initial load to finish; True when a model is serving."""
+        self.holder.settled.wait(timeout_s)
+        return self.holder.loaded
+
+    def _on_loaded(self, model: LoadedRewardModel) -> None:
+        if not self.servicer.draining.is_set():
+            for name in ("", SERVICE_NAME):
+                self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    def begin_drain(self) -> None:
+        """Reports NOT_SERVING and answers new Score/Reload calls UNAVAILABLE (queued ones still run)."""
+        self.servicer.draining.set()
+        self.health.enter_graceful_shutdown()
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """Drains (see ``begin_drain``), then stops; in-flight calls get ``grace_s`` to finish."""
+        self.begin_drain()
+        self.server.stop(self.config.grace_s if grace_s is None else grace_s).wait()
+        self.batcher.close()
+        stats = self.batcher.stats()
+        logger.info("served %d requests: %d pairs in %d forward passes (%d padded tokens, %d real)",
+                    stats.requests, stats.items, stats.batches, stats.padded_tokens, stats.real_tokens)
+
+    def wait(self) -> None:
+        self.server.wait_for_termination()
+
+
+def create_rm_server(config: RewardModelServerConfig, *, wait_ready: bool = True,
+                     loader: Loader | None = None) -> RewardModelServer:
+    """Builds and starts a server; the checkpoint loads on a background thread.
+
+    With ``wait_ready`` this returns once the model is loaded and warmed up, and raises
+    CheckpointError (after stopping the server) when it cannot be. ``loader`` replaces
+    ``load_checkpoint`` (tests use it to slow a load down).
+    """
+    if config.torch_threads:
+        import torch
+
+        torch.set_num_threads(config.torch_threads)
+    server = RewardModelServer(config, loader or config.loader())
+    if wait_ready and not server.wait_loaded():
+        error = server.holder.load_error
+        server.stop(0)
+        raise CheckpointError(error)
+    return server
+
+
+def serve_rm(config: RewardModelServerConfig) -> None:
+    """Runs until SIGTERM/SIGINT, then drains gracefully; raises CheckpointError if the first load fails."""
+    logger.info("starting reward-model server with config %s", asdict(config))
+    server = create_rm_server(config, wait_ready=False)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    logger.info("reward-model server listening on %s; loading %s", server.address, config.checkpoint)
+    while not stop.is_set() and not server.holder.settled.wait(0.5):
+        pass
+    if server.holder.settled.is_set() and not server.holder.loaded:
+        server.stop(0)
+        raise CheckpointError(server.holder.load_error)
+    stop.wait()
+    logger.info("draining (grace %.1fs)", config.grace_s)
+    server.stop()
+    logger.info("stopped")

@@ -1,0 +1,112 @@
+"""The ``rm`` task: a learned reward model's score, from a RewardModelService over gRPC.
+
+The reward server's workers call a separate reward-model server (``reward-service
+serve-rm``), one gRPC call per job of up to ``batch_size`` items, so the RM server can batch
+them with other workers' calls. Configure the endpoint per deployment::
+
+    tasks:
+      rm: {options: {endpoint: "rm-host:50052", normalize: true}}
+    rewards:
+      math_rm: {components: {math: 1.0, rm: 0.1}}
+
+or set ``REWARD_SERVICE_RM_ENDPOINT``. Without an endpoint, or when the RM server fails,
+each rollout is answered ERROR (unscored), never 0.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import threading
+from typing import Any, Mapping, Sequence
+
+import grpc
+
+from reward.v1 import reward_model_pb2 as pb
+from reward.v1 import reward_model_pb2_grpc
+from reward_service.task_api import InvalidTaskOptions, Task, TaskInput, TaskOutcome
+
+logger = logging.getLogger(__name__)
+
+ENDPOINT_ENV = "REWARD_SERVICE_RM_ENDPOINT"
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# Only UNAVAILABLE (a draining or restarting RM server) is retried, by gRPC itself.
+SERVICE_CONFIG = json.dumps({"methodConfig": [{
+    "name": [{"service": "reward.v1.RewardModelService"}],
+    "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.2s", "maxBackoff": "1s", "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"]},
+}]})
+
+
+class RewardModelUnavailable(RuntimeError):
+    """The reward model could not score: no endpoint configured, or the RM server failed."""
+
+
+class RewardModelTask(Task):
+    """Scores (prompt, completion) with a reward model; ``normalize`` picks the normalized score."""
+
+    name = "rm"
+    description = "learned reward model score of (prompt, completion), from a RewardModelService"
+    batch_size = 64
+
+    def __init__(self, endpoint: str | None = None, normalize: bool = True, timeout_s: float = 30.0) -> None:
+        super().__init__()
+        if endpoint is not None and not isinstance(endpoint, str):
+            raise InvalidTaskOptions(f"rm endpoint must be a 'host:port' string, got {endpoint!r}")
+        if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < math.inf:
+            raise InvalidTaskOptions(f"rm timeout_s must be a positive number of seconds, got {timeout_s!r}")
+        self.endpoint = (os.environ.get(ENDPOINT_ENV, "") if endpoint is None else endpoint).strip()
+        if not isinstance(normalize, bool):
+            raise InvalidTaskOptions(f"rm normalize must be true or false, got {normalize!r}")
+        self.normalize = normalize
+        self.timeout_s = float(timeout_s)
+        self.time_limit_s = self.timeout_s + 5.0  # the reward server's hard limit for rm jobs
+        self._lock = threading.Lock()
+        self._stub: Any = None
+        self._stub_pid = -1
+
+    def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
+        return self.score_batch([TaskInput(completion, reference, prompt)])[0]
+
+    def score_batch(self, items: Sequence[TaskInput]) -> list[TaskOutcome]:
+        """One Score call for the whole batch; raises RewardModelUnavailable when it fails."""
+        if not items:
+            return []
+        request = pb.RewardModelRequest(items=[pb.RewardModelItem(id=str(i), prompt=item.prompt,
+                                                                  completion=item.completion)
+                                               for i, item in enumerate(items)])
+        try:
+            response = self._service().Score(request, timeout=self.timeout_s)
+        except grpc.RpcError as exc:
+            raise RewardModelUnavailable(
+                f"reward model at {self.endpoint} failed: {exc.code().name}: {exc.details()}") from None
+        if [r.id for r in response.results] != [str(i) for i in range(len(items))]:
+            raise RewardModelUnavailable(f"reward model at {self.endpoint} answered {len(response.results)} "
+                                         f"results out of order or missing for {len(items)} items")
+        outcomes = []
+        for result in response.results:
+            value = result.normalized_score if self.normalize else result.score
+            outcomes.append(TaskOutcome(score=value, components={"rm": value},
+                                        detail=f"truncated to {result.num_tokens} tokens" if result.truncated else ""))
+        return outcomes
+
+    def _service(self) -> Any:
+        """This process's stub: created on first use (after the worker fork), then reused."""
+        if not self.endpoint:
+            raise RewardModelUnavailable(
+                f"task {self.name!r} has no reward-model endpoint: set tasks.rm.options.endpoint "
+                f"or {ENDPOINT_ENV} to the host:port of a `reward-service serve-rm` server")
+        with self._lock:
+            if self._stub is None or self._stub_pid != os.getpid():
+                channel = grpc.insecure_channel(self.endpoint, options=[
+                    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                    ("grpc.service_config", SERVICE_CONFIG),
+                    ("grpc.enable_retries", 1),
+                ])
+                self._stub = reward_model_pb2_grpc.RewardModelServiceStub(channel)
+                self._stub_pid = os.getpid()
+                logger.debug("rm task: opened channel to %s in pid %d", self.endpoint, self._stub_pid)
+            return self._stub

@@ -1,0 +1,192 @@
+"""``trainer-client`` / ``python -m trainer_client``: RL training, reward-model training and their data.
+
+    trainer-client make-prefs --out-dir data/prefs --n-train 4000 --n-test 1000 --seed 0
+    trainer-client train-rm --data data/prefs/train.jsonl --eval-data data/prefs/test.jsonl --out runs/rm
+    trainer-client grpo --config configs/demo_grpo.yaml --run-dir runs/grpo_demo [--set grpo.beta=0.04 ...]
+    trainer-client plot runs/grpo_demo
+
+Subcommands live in a registry: a new one is a function decorated with
+``@subcommand(name, help)`` that adds its flags and returns the function that runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import sys
+import typing
+from typing import Callable, Sequence
+
+logger = logging.getLogger(__name__)
+LOG_FORMAT = "%(asctime)s %(processName)s %(levelname)s %(name)s: %(message)s"
+
+Runner = Callable[[argparse.Namespace], int]
+Setup = Callable[[argparse.ArgumentParser], Runner]
+SUBCOMMANDS: dict[str, tuple[str, Setup]] = {}
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed as ``error: ...`` with exit status 2."""
+
+
+def subcommand(name: str, help: str) -> Callable[[Setup], Setup]:
+    """Register ``setup(parser) -> run(args) -> int`` as subcommand ``name``."""
+    def register(setup: Setup) -> Setup:
+        if name in SUBCOMMANDS:
+            raise ValueError(f"subcommand {name!r} is registered twice")
+        SUBCOMMANDS[name] = (help, setup)
+        return setup
+    return register
+
+
+def add_config_flags(parser: argparse.ArgumentParser, config_cls: type, renames: dict[str, str] | None = None) -> None:
+    """One flag per field of a config dataclass, with its help text; ``renames`` maps field -> flag."""
+    hints = typing.get_type_hints(config_cls)
+    for f in dataclasses.fields(config_cls):
+        flag = "--" + (renames or {}).get(f.name, f.name.replace("_", "-"))
+        kind = hints[f.name]
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        default = None if required else f.default
+        help_text = f.metadata.get("help", "") + ("" if required else f" (default: {default})")
+        if kind is bool:
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=default,
+                                help=help_text)
+            continue
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        parser.add_argument(flag, dest=f.name, type=args[0] if args else kind, default=default,
+                            required=required, help=help_text)
+
+
+def config_from_args(config_cls: type, args: argparse.Namespace):
+    try:
+        return config_cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config_cls)})
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+
+
+@subcommand("make-prefs", "write a synthetic math preference set: DIR/train.jsonl and DIR/test.jsonl")
+def _make_prefs(parser: argparse.ArgumentParser) -> Runner:
+    parser.add_argument("--out-dir", required=True, help="directory for train.jsonl and test.jsonl")
+    parser.add_argument("--n-train", type=int, default=4000, help="training pairs (default: 4000)")
+    parser.add_argument("--n-test", type=int, default=1000,
+                        help="test pairs, from held-out templates and numbers (default: 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="generator seed (default: 0)")
+
+    def run(args: argparse.Namespace) -> int:
+        from trainer_client.rm.preference_data import write_splits
+
+        try:
+            paths = write_splits(args.out_dir, args.n_train, args.n_test, args.seed)
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+        print(f"wrote {args.n_train} pairs to {paths['train']} and {args.n_test} pairs to {paths['test']}")
+        return 0
+    return run
+
+
+@subcommand("train-rm", "train a Bradley-Terry reward model on preference pairs")
+def _train_rm(parser: argparse.ArgumentParser) -> Runner:
+    from trainer_client.rm.rm_train import RewardTrainConfig
+
+    add_config_flags(parser, RewardTrainConfig, renames={"out_dir": "out"})
+
+    def run(args: argparse.Namespace) -> int:
+        from trainer_client.rm.preference_data import PreferenceDataError
+        from trainer_client.rm.rm_train import train_reward_model
+
+        config = config_from_args(RewardTrainConfig, args)
+        for path in (config.data, config.eval_data):
+            if path is not None and not os.path.isfile(path):
+                raise CliError(f"{path}: no such file")
+        try:
+            result = train_reward_model(config)
+        except PreferenceDataError as exc:
+            raise CliError(str(exc)) from exc
+        summary = {k: result.metrics[k] for k in ("train_loss", "eval_accuracy", "eval_loss", "wall_time_s")
+                   if k in result.metrics}
+        print(json.dumps(summary))
+        if result.eval_accuracy is not None:
+            print(f"held-out pairwise accuracy: {result.eval_accuracy:.4f}")
+        print(f"saved to {result.out_dir} ({result.wall_time_s:.1f} s)")
+        return 0
+    return run
+
+
+@subcommand("grpo", "GRPO training of a causal LM against the reward service (YAML config + overrides)")
+def _grpo(parser: argparse.ArgumentParser) -> Runner:
+    parser.add_argument("--config", help="YAML config (sections model, data, sampling, reward, grpo, optim, run)")
+    parser.add_argument("--run-dir", help="run directory (overrides run.dir)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override one config value (YAML syntax), repeatable: --set grpo.beta=0.04")
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    parser.add_argument("--help-config", action="store_true", help="list every config key with its help and exit")
+
+    def run(args: argparse.Namespace) -> int:
+        from trainer_client.grpo.config import describe, load_config, to_yaml
+
+        if args.help_config:
+            print(describe())
+            return 0
+        try:
+            config = load_config(args.config, args.overrides, args.run_dir)
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+        if args.print_config:
+            print(to_yaml(config), end="")
+            return 0
+        from trainer_client.grpo.rollouts import PromptDataError
+        from trainer_client.grpo.trainer import train_grpo
+
+        try:
+            summary = train_grpo(config)
+        except (PromptDataError, OSError) as exc:
+            raise CliError(str(exc)) from exc
+        print(json.dumps(dataclasses.asdict(summary)))
+        return 0
+    return run
+
+
+@subcommand("plot", "draw reward and KL curves of a run (RUN_DIR/metrics.jsonl -> RUN_DIR/curves.png)")
+def _plot(parser: argparse.ArgumentParser) -> Runner:
+    parser.add_argument("run_dir", help="a run directory holding metrics.jsonl")
+    parser.add_argument("--out", help="image path (default: RUN_DIR/curves.png)")
+    parser.add_argument("--window", type=int, default=5, help="moving-average window in steps (default: 5)")
+
+    def run(args: argparse.Namespace) -> int:
+        from trainer_client.grpo.plot import PlotUnavailable, plot_run
+
+        try:
+            path = plot_run(args.run_dir, args.out, args.window)
+        except (PlotUnavailable, FileNotFoundError) as exc:
+            raise CliError(str(exc)) from exc
+        print(f"wrote {path}")
+        return 0
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trainer-client", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--log-level", default=os.environ.get("TRAINER_CLIENT_LOG_LEVEL", "INFO"),
+                        help="logging level (default: INFO, env TRAINER_CLIENT_LOG_LEVEL)")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_text, setup) in SUBCOMMANDS.items():
+        sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        sub.set_defaults(run=setup(sub))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
+    try:
+        return args.run(args)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
