@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast proto bench bench-math clean
+.PHONY: setup demo test test-fast proto bench bench-math bench-rm clean
 
 setup: $(STAMP)
 
@@ -30,11 +30,17 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
-bench: bench-math
+bench: bench-math bench-rm
 
 bench-math: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) bench/bench_math.py
+
+# Reward model: training vs TRL's RewardTrainer, serving with vs without dynamic batching.
+bench-rm: $(STAMP)
+	$(PY) -m pip install -q -e '.[bench-rm]'
+	HF_HUB_OFFLINE=1 $(PY) bench/bench_rm_training.py
+	HF_HUB_OFFLINE=1 $(PY) bench/bench_rm_serving.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
