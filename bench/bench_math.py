@@ -3,8 +3,10 @@
 Why: accuracy and speed claims about the math reward must be measured side by
 side with the peer, not asserted. Two parts:
 
-1. Verifier, single process, on every case of ``data/math_devset.jsonl``: accuracy
-   overall and per category, verifications per second, p50/p99/worst latency,
+1. Verifier, single process, on every case of ``data/math_devset.jsonl`` (and of
+   ``data/math_heldout.jsonl``, a set written later by another author and never
+   used while developing the verifier): accuracy overall and per category;
+   on the dev set also verifications per second, p50/p99/worst latency,
    for ours (``reward_service.math_verifier.grade``) and math-verify
    (``verify(parse(gold), parse(completion))``, its defaults: 5 s timeouts).
 2. End to end: 1,024 GSM8K-style rollouts (64 groups of 16 distinct completions)
@@ -36,6 +38,8 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 DEVSET = ROOT / "data" / "math_devset.jsonl"
+# Written later by another author, never used while developing the verifier.
+HELDOUT = ROOT / "data" / "math_heldout.jsonl"
 
 
 def load_cases(path: Path) -> list[dict]:
@@ -78,10 +82,10 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def report_verifiers(cases: list[dict], runs: dict[str, list[tuple[bool, float]]]) -> None:
+def report_accuracy(path: Path, cases: list[dict], runs: dict[str, list[tuple[bool, float]]]) -> None:
     names = list(runs)
     cats = sorted({c["category"] for c in cases})
-    print(f"\n== Accuracy on {DEVSET.relative_to(ROOT)} ({len(cases)} cases) ==")
+    print(f"\n== Accuracy on {path.relative_to(ROOT)} ({len(cases)} cases) ==")
     print(f"{'category':<26}{'n':>4}" + "".join(f"{n:>14}" for n in names))
     worse = []
     for cat in cats + ["ALL"]:
@@ -91,7 +95,12 @@ def report_verifiers(cases: list[dict], runs: dict[str, list[tuple[bool, float]]
             worse.append(cat)
         print(f"{cat:<26}{len(idx):>4}" + "".join(f"{accs[n]:>14.1%}" for n in names))
     print(f"categories where {names[0]} is below {names[1]}: {worse or 'none'}")
+    misses = [c["id"] for c, (v, _) in zip(cases, runs[names[0]]) if v != c["expected"]]
+    print(f"{names[0]} misses ({len(misses)}): {misses}")
 
+
+def report_speed(cases: list[dict], runs: dict[str, list[tuple[bool, float]]]) -> None:
+    names = list(runs)
     print("\n== Speed, single process ==")
     print(f"{'':<34}" + "".join(f"{n:>14}" for n in names) + f"{'ratio':>10}")
     normal = [i for i, c in enumerate(cases) if c["category"] != "pathological"]
@@ -181,11 +190,15 @@ def main() -> int:
     parser.add_argument("--skip-e2e", action="store_true", help="only the verifier comparison")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    cases = load_cases(DEVSET)
-    runs = {"ours": run_verifier(ours(), cases), "math-verify": run_verifier(peer(), cases)}
-    report_verifiers(cases, runs)
-    misses = [c["id"] for c, (v, _) in zip(cases, runs["ours"]) if v != c["expected"]]
-    print(f"our misses ({len(misses)}): {misses}")
+    verifiers = {"ours": ours(), "math-verify": peer()}
+    for path in (DEVSET, HELDOUT):
+        if not path.exists():
+            continue
+        cases = load_cases(path)
+        runs = {name: run_verifier(check, cases) for name, check in verifiers.items()}
+        report_accuracy(path, cases, runs)
+        if path == DEVSET:
+            report_speed(cases, runs)
     if not args.skip_e2e:
         bench_e2e(args.workers)
     return 0
