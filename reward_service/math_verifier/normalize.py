@@ -55,6 +55,10 @@ _TEXT_CMD_RE = re.compile(
 )
 _THOUSANDS_RE = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _WS_RE = re.compile(r"\s+")
+#: "≈ 1.05", "\approx 1.05", "about 12": the marker says the value is rounded; the value is the answer.
+_APPROX_PREFIX_RE = re.compile(
+    r"^(?:\\approx|\\simeq|\\sim|≈|approximately|approx\.?|about|roughly|around)\s*(?=[-+.\d\\])",
+    re.IGNORECASE)
 #: ``0.333...`` / ``0.333\ldots``: an ellipsis right after decimal digits is dropped.
 _ELLIPSIS_RE = re.compile(r"(\d\.\d+)\s*(?:\\[lc]?dots|\.\.\.|…)$")
 #: Thin spaces used as thousands separators: ``3\,600`` -> ``3600``.
@@ -182,6 +186,7 @@ def normalize_answer(s: str) -> str:
     s = _unwrap_text_commands(s)
     s = s.replace("~", " ")
     s = _WS_RE.sub(" ", s).strip()
+    s = _APPROX_PREFIX_RE.sub("", s)
     s = s.replace(" ^", "^")
     s = strip_outer_wrappers(s)
     s = _normalize_percent(s)

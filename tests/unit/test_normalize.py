@@ -66,3 +66,12 @@ def test_math_words_are_not_units() -> None:
 def test_huge_input_is_returned_stripped() -> None:
     text = " " + "1" * 20_000 + " "
     assert normalize_answer(text) == "1" * 20_000
+
+
+@pytest.mark.parametrize("raw", [r"\approx 1.05", "≈ 1.05", "approximately 1.05", r"\approx1.05"])
+def test_leading_approximation_marker_is_dropped(raw):
+    assert normalize_answer(raw) == "1.05"
+
+
+def test_a_word_that_merely_starts_like_a_marker_is_kept():
+    assert normalize_answer("aboutness") == "aboutness"
