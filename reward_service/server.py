@@ -17,6 +17,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from reward.v1 import reward_pb2, reward_pb2_grpc
+from reward_service.grpc_common import server_options
 from reward_service.metrics import RewardMetrics
 from reward_service.rewards_config import RewardsConfig
 from reward_service.scoring import Scorer, ScorerConfig
@@ -58,13 +59,7 @@ class ServerConfig:
                             memory_limit_mb=self.memory_limit_mb, job_size=self.job_size, rewards=self.rewards)
 
     def grpc_options(self) -> list[tuple[str, int]]:
-        size = self.max_message_mb * 1024 * 1024
-        return [
-            ("grpc.max_receive_message_length", size),
-            ("grpc.max_send_message_length", size),
-            # Accept client keepalive pings (RewardClient sends them) without GOAWAY.
-            ("grpc.keepalive_permit_without_calls", 1),
-            ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        return server_options(self.max_message_mb) + [
             ("grpc.keepalive_time_ms", 30_000),
             ("grpc.keepalive_timeout_ms", 10_000),
         ]

@@ -19,6 +19,7 @@ from reward.v1 import reward_pb2 as pb
 from reward.v1 import reward_pb2_grpc
 from reward_service import convert
 from reward_service.contract import Rollout
+from reward_service.grpc_common import RequestRejected, check_ids
 from reward_service.metrics import RewardMetrics
 from reward_service.scoring import PendingBatch, QueueFullError, Scorer
 
@@ -33,14 +34,6 @@ class RequestLimits:
     max_item_timeout_s: float = 60.0
 
 
-class RequestRejected(ValueError):
-    """A request the server refuses as a whole; ``code`` is the gRPC status to answer."""
-
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
 def parse_request(request: pb.ScoreRequest, limits: RequestLimits) -> list[Rollout]:
     """Validates a request and converts its rollouts; raises RequestRejected."""
     bad = grpc.StatusCode.INVALID_ARGUMENT
@@ -52,13 +45,7 @@ def parse_request(request: pb.ScoreRequest, limits: RequestLimits) -> list[Rollo
     if not math.isfinite(t) or t < 0 or t > limits.max_item_timeout_s:
         raise RequestRejected(bad, f"item_timeout_s must be in [0, {limits.max_item_timeout_s}] "
                                    f"(0 = server default), got {t}")
-    seen: set[str] = set()
-    for i, msg in enumerate(request.rollouts):
-        if not msg.id:
-            raise RequestRejected(bad, f"rollout at index {i} has an empty id; every rollout needs a unique id")
-        if msg.id in seen:
-            raise RequestRejected(bad, f"duplicate rollout id {msg.id!r} (index {i}); ids must be unique per request")
-        seen.add(msg.id)
+    check_ids((m.id for m in request.rollouts), "rollout")
     return [convert.rollout_from_proto(m) for m in request.rollouts]
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .answer_extract import ExtractionConfig, extract_answer
+from .answer_extract import Extraction, ExtractionConfig, extract_answer
 from .errors import ExpressionTooLarge
 from .math_equal import EquivalenceConfig, compare_answers
 from .normalize import normalize_answer
@@ -52,8 +52,8 @@ def gold_answer(gold: str) -> str:
     return gold.strip()
 
 
-def grade(completion: str, gold: str, config: GradeConfig = GradeConfig()) -> MathGrade:
-    """Grade a completion against a gold answer (general math equivalence)."""
+def _extract_pair(completion: str, gold: str, config: GradeConfig) -> tuple[Extraction, str] | MathGrade:
+    """The completion's extracted answer and the gold's answer, or the MathGrade that ends grading."""
     if not isinstance(completion, str) or not isinstance(gold, str):
         return MathGrade(False, None, None, "no_answer")
     extraction = extract_answer(completion, config.extraction)
@@ -62,20 +62,25 @@ def grade(completion: str, gold: str, config: GradeConfig = GradeConfig()) -> Ma
     target = gold_answer(gold)
     if not target:
         return MathGrade(False, extraction.answer, extraction.method, "no_gold")
+    return extraction, target
+
+
+def grade(completion: str, gold: str, config: GradeConfig = GradeConfig()) -> MathGrade:
+    """Grade a completion against a gold answer (general math equivalence)."""
+    pair = _extract_pair(completion, gold, config)
+    if isinstance(pair, MathGrade):
+        return pair
+    extraction, target = pair
     result = compare_answers(extraction.answer, target, config.equivalence)
     return MathGrade(result.match, extraction.answer, extraction.method, result.reason)
 
 
 def grade_numeric(completion: str, gold: str, config: GradeConfig = GradeConfig()) -> MathGrade:
     """Grade a GSM8K-style completion: exact rational comparison of numbers only."""
-    if not isinstance(completion, str) or not isinstance(gold, str):
-        return MathGrade(False, None, None, "no_answer")
-    extraction = extract_answer(completion, config.extraction)
-    if extraction is None:
-        return MathGrade(False, None, None, "no_answer")
-    target = gold_answer(gold)
-    if not target:
-        return MathGrade(False, extraction.answer, extraction.method, "no_gold")
+    pair = _extract_pair(completion, gold, config)
+    if isinstance(pair, MathGrade):
+        return pair
+    extraction, target = pair
     limit = config.equivalence.max_answer_chars
     if len(extraction.answer) > limit or len(target) > limit:
         return MathGrade(False, extraction.answer, extraction.method, "too_large")

@@ -21,6 +21,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from reward.v1 import reward_model_pb2, reward_model_pb2_grpc
+from reward_service.grpc_common import server_options
 from reward_service.rm.checkpoint import DTYPES, CheckpointError, LoadedRewardModel, load_checkpoint
 from reward_service.rm.dynamic_batcher import BatcherConfig, DynamicBatcher
 from reward_service.rm.model_holder import Loader, ModelHolder
@@ -75,13 +76,7 @@ class RewardModelServerConfig:
         return functools.partial(load_checkpoint, device=self.device, dtype=self.dtype, max_length=self.max_length)
 
     def grpc_options(self) -> list[tuple[str, int]]:
-        size = self.max_message_mb * 1024 * 1024
-        return [
-            ("grpc.max_receive_message_length", size),
-            ("grpc.max_send_message_length", size),
-            ("grpc.keepalive_permit_without_calls", 1),
-            ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
-        ]
+        return server_options(self.max_message_mb)
 
 
 class RewardModelServer:

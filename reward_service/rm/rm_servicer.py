@@ -26,7 +26,7 @@ from reward_service.rm.dynamic_batcher import (
     QueueFull,
 )
 from reward_service.rm.model_holder import ModelHolder, ModelNotReady, ReloadInProgress
-from reward_service.servicer import RequestRejected
+from reward_service.grpc_common import RequestRejected, check_ids
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +44,7 @@ def validate_request(request: pb.RewardModelRequest, limits: RequestLimits) -> N
     n = len(request.items)
     if n > limits.max_items:
         raise RequestRejected(bad, f"request has {n} items; the limit is {limits.max_items}: split it")
-    seen: set[str] = set()
-    for i, item in enumerate(request.items):
-        if not item.id:
-            raise RequestRejected(bad, f"item at index {i} has an empty id; every item needs a unique id")
-        if item.id in seen:
-            raise RequestRejected(bad, f"duplicate item id {item.id!r} (index {i}); ids must be unique per request")
-        seen.add(item.id)
+    check_ids((item.id for item in request.items), "item")
 
 
 class RewardModelServicer(reward_model_pb2_grpc.RewardModelServiceServicer):
