@@ -16,6 +16,7 @@ import dataclasses
 import json
 import logging
 import os
+import signal
 import sys
 import typing
 from typing import Callable, Sequence
@@ -140,6 +141,8 @@ def _grpo(parser: argparse.ArgumentParser) -> Runner:
         from trainer_client.grpo.rollouts import PromptDataError
         from trainer_client.grpo.trainer import train_grpo
 
+        # SIGTERM unwinds like Ctrl-C, so the embedded reward server is stopped too.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
         try:
             summary = train_grpo(config)
         except (PromptDataError, OSError) as exc:

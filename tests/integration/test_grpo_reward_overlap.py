@@ -1,0 +1,59 @@
+"""Overlapped scoring against a real reward server on loopback: results, unscored, failures, embedded server."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from trainer_client.grpo.reward_overlap import EmbeddedRewardServer, OverlappedScorer
+
+
+def _group(tag: str, answers: list[str], gold: str = "4", task: str = "gsm8k") -> list[dict]:
+    return [{"id": f"{tag}-{k}", "group_id": tag, "task": task, "completion": f"so #### {a}",
+             "reference": {"answer": gold}, "prompt": "2+2?"} for k, a in enumerate(answers)]
+
+
+def test_submitted_groups_come_back_scored_in_order(reward_server):
+    with OverlappedScorer(reward_server.address, timeout_s=30) as scorer:
+        first = scorer.submit([_group("a", ["4", "5"]), _group("b", ["4", "4"])])
+        second = scorer.submit([_group("c", ["1", "4"])])
+        results = scorer.wait(first) + scorer.wait(second)
+    assert [g.group_id for g in results] == ["a", "b", "c"]
+    assert [g.rewards for g in results] == [[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]
+    assert [g.stats.zero_variance for g in results] == [False, True, False]
+
+
+def test_scoring_runs_while_the_caller_works(reward_server):
+    with OverlappedScorer(reward_server.address, timeout_s=30) as scorer:
+        job = scorer.submit([_group("a", ["4"] * 8)])
+        time.sleep(1.0)  # "generating the next prompts"
+        assert job.future.done()  # scored in the background, before anyone waited
+        scorer.wait(job)
+        assert scorer.wait_s < 0.5
+        assert job.done_at is not None and job.done_at - job.submitted_at < 1.0
+
+
+def test_unknown_task_is_unscored_not_zero(reward_server):
+    with OverlappedScorer(reward_server.address, timeout_s=30) as scorer:
+        [group] = scorer.wait(scorer.submit([_group("a", ["4", "4"], task="no_such_task")]))
+    assert group.rewards == [None, None]
+    assert all(not r.scored for r in group.results)
+
+
+def test_a_failed_call_makes_its_rollouts_unscored():
+    with OverlappedScorer("127.0.0.1:1", timeout_s=1.0) as scorer:  # nothing listens there
+        [group] = scorer.wait(scorer.submit([_group("a", ["4", "5"])]))
+    assert group.rewards == [None, None]
+    assert all(r.status.name == "ERROR" and "request failed" in r.error for r in group.results)
+
+
+@pytest.mark.slow
+def test_embedded_server_serves_and_stops(tmp_path):
+    server = EmbeddedRewardServer(tmp_path / "server.log", workers=1)
+    with server:
+        with OverlappedScorer(server.address, timeout_s=30) as scorer:
+            [group] = scorer.wait(scorer.submit([_group("a", ["4", "3"])]))
+        assert group.rewards == [1.0, 0.0]
+    assert server.process.returncode is not None
+    assert "listening on" in (tmp_path / "server.log").read_text()

@@ -1,0 +1,79 @@
+"""Per-token log-probs of sampled completions under a causal LM, in micro-batches.
+
+A batch is stored as prompt ids (left-padded, as ``generate`` needs) followed by
+completion ids (right-padded after each completion's end). The forward pass sees the
+concatenation with the same attention mask and position ids ``generate`` used
+(positions count only attended tokens), so the log-probs match the sampler's.
+Log-probs are taken from ``logits / temperature`` in float32: the distribution the
+completions were sampled from (before top-k/top-p truncation).
+"""
+
+from __future__ import annotations
+
+import inspect
+from functools import lru_cache
+from typing import NamedTuple
+
+import torch
+
+from trainer_client.rl import entropy_from_logits
+
+
+class TokenLogprobs(NamedTuple):
+    logp: torch.Tensor  # [B, Tc] log-prob of each completion token (fp32)
+    entropy: torch.Tensor | None  # [B, Tc] policy entropy at each completion position, if asked
+
+
+@lru_cache(maxsize=None)
+def _forward_accepts(cls: type) -> bool:
+    return "logits_to_keep" in inspect.signature(cls.forward).parameters
+
+
+def _accepts_logits_to_keep(model: torch.nn.Module) -> bool:
+    """Whether the model can skip the vocabulary projection of the prompt positions."""
+    return _forward_accepts(type(model))
+
+
+def position_ids_from(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Positions counting attended tokens only (0 on padding), as ``generate`` computes them."""
+    positions = attention_mask.long().cumsum(-1) - 1
+    return positions.masked_fill(attention_mask == 0, 0)
+
+
+def completion_logprobs(model: torch.nn.Module, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+                        completion_ids: torch.Tensor, completion_mask: torch.Tensor, *, temperature: float = 1.0,
+                        with_entropy: bool = False, entropy_grad: bool = False) -> TokenLogprobs:
+    """Log-probs [B, Tc] of ``completion_ids`` given the prompts, with the graph if grad is on.
+
+    prompt_ids/prompt_mask: [B, Tp] left-padded; completion_ids/completion_mask: [B, Tc]
+    (mask True on real completion tokens). Values at masked completion positions are
+    finite but meaningless: select them away with the mask. ``with_entropy`` also returns
+    the per-token entropy, detached unless ``entropy_grad`` (for an entropy bonus).
+    """
+    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
+    attention_mask = torch.cat([prompt_mask.long(), completion_mask.long()], dim=1)
+    tc = completion_ids.shape[1]
+    extra = {"logits_to_keep": tc + 1} if _accepts_logits_to_keep(model) else {}
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from(attention_mask),
+                use_cache=False, **extra)
+    # logits at position t predict token t + 1: keep the ones predicting the completion.
+    logits = out.logits[:, -(tc + 1):-1, :].float() / temperature
+    logp = torch.log_softmax(logits, dim=-1).gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)
+    entropy = None
+    if with_entropy:
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+            entropy = entropy_from_logits(logits if entropy_grad else logits.detach())
+    return TokenLogprobs(logp, entropy)
+
+
+@torch.no_grad()
+def batched_logprobs(model: torch.nn.Module, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+                     completion_ids: torch.Tensor, completion_mask: torch.Tensor, *, temperature: float,
+                     micro_batch_size: int) -> torch.Tensor:
+    """Gradient-free log-probs [B, Tc] (old policy, reference), ``micro_batch_size`` rows at a time."""
+    parts = []
+    for start in range(0, prompt_ids.shape[0], micro_batch_size):
+        rows = slice(start, start + micro_batch_size)
+        parts.append(completion_logprobs(model, prompt_ids[rows], prompt_mask[rows], completion_ids[rows],
+                                         completion_mask[rows], temperature=temperature).logp)
+    return torch.cat(parts, dim=0)
