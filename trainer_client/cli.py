@@ -3,6 +3,7 @@
     trainer-client make-prefs --out-dir data/prefs --n-train 4000 --n-test 1000 --seed 0
     trainer-client train-rm --data data/prefs/train.jsonl --eval-data data/prefs/test.jsonl --out runs/rm
     trainer-client grpo --config configs/demo_grpo.yaml --run-dir runs/grpo_demo [--set grpo.beta=0.04 ...]
+    trainer-client ppo --config configs/demo_ppo.yaml --run-dir runs/ppo_demo [--set ppo.kl_coef=0.05 ...]
     trainer-client plot runs/grpo_demo
 
 Subcommands live in a registry: a new one is a function decorated with
@@ -146,6 +147,42 @@ def _grpo(parser: argparse.ArgumentParser) -> Runner:
         try:
             summary = train_grpo(config)
         except (PromptDataError, OSError) as exc:
+            raise CliError(str(exc)) from exc
+        print(json.dumps(dataclasses.asdict(summary)))
+        return 0
+    return run
+
+
+@subcommand("ppo", "PPO training (critic, GAE) of a causal LM against the reward service (YAML config + overrides)")
+def _ppo(parser: argparse.ArgumentParser) -> Runner:
+    parser.add_argument("--config", help="YAML config (sections model, data, sampling, reward, ppo, optim, run)")
+    parser.add_argument("--run-dir", help="run directory (overrides run.dir)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override one config value (YAML syntax), repeatable: --set ppo.kl_coef=0.05")
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    parser.add_argument("--help-config", action="store_true", help="list every config key with its help and exit")
+
+    def run(args: argparse.Namespace) -> int:
+        from trainer_client.ppo.config import describe, load_config, to_yaml
+
+        if args.help_config:
+            print(describe())
+            return 0
+        try:
+            config = load_config(args.config, args.overrides, args.run_dir)
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+        if args.print_config:
+            print(to_yaml(config), end="")
+            return 0
+        from trainer_client.grpo.rollouts import PromptDataError
+        from trainer_client.ppo.trainer import train_ppo
+        from trainer_client.ppo.value_head import CriticLayoutError
+
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # stops the embedded server too
+        try:
+            summary = train_ppo(config)
+        except (PromptDataError, CriticLayoutError, OSError) as exc:
             raise CliError(str(exc)) from exc
         print(json.dumps(dataclasses.asdict(summary)))
         return 0

@@ -6,7 +6,8 @@ Layout, one directory per saved step (``RUN_DIR/checkpoints/step-000040/``):
   ``AutoModelForCausalLM.from_pretrained``;
 - ``optimizer.pt``: optimizer and LR-scheduler state dicts;
 - ``rng_state.pt``: python ``random``, numpy and torch (CPU and CUDA) generator states;
-- ``trainer_state.json``: the step and the prompt sampler's position.
+- ``trainer_state.json``: the step and the prompt sampler's position;
+- whatever else a trainer writes through ``write_extra`` (PPO: its critic in ``critic/``).
 
 A checkpoint is written to a temporary directory and renamed into place, so a crash
 mid-save never leaves a half checkpoint that resume would pick up.
@@ -20,7 +21,7 @@ import random
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -72,8 +73,12 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
 
 
 def save_checkpoint(run_dir: str | Path, step: int, model: Any, tokenizer: Any, optimizer: torch.optim.Optimizer,
-                    scheduler: Any, trainer_state: dict[str, Any], keep: int = 2) -> Path:
-    """Writes ``checkpoints/step-NNNNNN`` atomically and keeps only the ``keep`` newest."""
+                    scheduler: Any, trainer_state: dict[str, Any], keep: int = 2,
+                    write_extra: Callable[[Path], None] | None = None) -> Path:
+    """Writes ``checkpoints/step-NNNNNN`` atomically and keeps only the ``keep`` newest.
+
+    ``write_extra(dir)`` adds more files to the checkpoint before it is renamed into place.
+    """
     root = Path(run_dir) / CHECKPOINTS
     final = root / f"step-{step:06d}"
     tmp = root / f".tmp-step-{step:06d}"
@@ -83,6 +88,8 @@ def save_checkpoint(run_dir: str | Path, step: int, model: Any, tokenizer: Any, 
     tokenizer.save_pretrained(tmp)
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, tmp / OPTIMIZER_STATE)
     torch.save(rng_state(), tmp / RNG_STATE)
+    if write_extra is not None:
+        write_extra(tmp)
     (tmp / TRAINER_STATE).write_text(json.dumps({"step": step, **trainer_state}, indent=2) + "\n", encoding="utf-8")
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)

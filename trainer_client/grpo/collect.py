@@ -15,17 +15,27 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
-from trainer_client.grpo.config import GrpoConfig, SamplingConfig
+from trainer_client.grpo.config import SamplingConfig
 from trainer_client.grpo.reward_overlap import OverlappedScorer, ScoringJob
 from trainer_client.grpo.rollouts import PromptRow, PromptSampler, Rollouts, concat_rollouts, generate_groups
 from trainer_client.reward_batching import GroupResult
 from trainer_client.rl import reward_mask_from, zero_variance_groups
 
 logger = logging.getLogger(__name__)
+
+
+class GroupFiltering(Protocol):
+    """What ``collect_step`` reads of its trainer's config (``GrpoConfig``; PPO keeps every group)."""
+
+    @property
+    def dynamic_sampling(self) -> bool: ...
+
+    @property
+    def max_sampling_rounds(self) -> int: ...
 
 
 @dataclass
@@ -81,7 +91,7 @@ def _round(model: Any, tokenizer: Any, rows: list[PromptRow], sampling: Sampling
 
 
 def collect_step(model: Any, tokenizer: Any, sampler: PromptSampler, scorer: OverlappedScorer,
-                 sampling: SamplingConfig, grpo: GrpoConfig, step: int) -> StepData:
+                 sampling: SamplingConfig, grpo: GroupFiltering, step: int) -> StepData:
     """Samples, scores and (optionally) filters groups until the step's batch is complete."""
     need = sampling.prompts_per_step
     timing: dict[str, Any] = {"generate_s": 0.0}

@@ -7,7 +7,8 @@ The YAML file has one mapping per section (``model``, ``data``, ``sampling``, ``
 ``grpo``, ``optim``, ``run``); every field carries its help text (``describe()`` prints
 them all). Values are checked twice: types when the file and overrides are read, ranges
 and combinations in each section's ``__post_init__``. Both raise ``ValueError`` saying
-what to change.
+what to change. The loading functions take ``root=`` another root config class, so PPO
+(``trainer_client.ppo.config``) shares the sections and the machinery.
 """
 
 from __future__ import annotations
@@ -72,12 +73,11 @@ class SamplingConfig:
         "so scoring overlaps the next call", default=4)
 
     def __post_init__(self) -> None:
-        if self.prompts_per_step < 1 or self.group_size < 2:
-            raise ValueError("sampling.prompts_per_step must be >= 1 and sampling.group_size >= 2 "
-                             f"(a group of one has no relative advantage); got {self.prompts_per_step}, "
-                             f"{self.group_size}")
+        if self.prompts_per_step < 1 or self.group_size < 1:
+            raise ValueError("sampling.prompts_per_step and sampling.group_size must be >= 1; got "
+                             f"{self.prompts_per_step}, {self.group_size}")
         if self.temperature <= 0:
-            raise ValueError(f"sampling.temperature must be > 0 (GRPO samples), got {self.temperature}")
+            raise ValueError(f"sampling.temperature must be > 0 (RL samples), got {self.temperature}")
         if not 0 < self.top_p <= 1 or self.top_k < 0:
             raise ValueError(f"need 0 < sampling.top_p <= 1 and sampling.top_k >= 0; got {self.top_p}, {self.top_k}")
         if self.max_new_tokens < 1 or self.generation_batch_prompts < 1:
@@ -196,6 +196,9 @@ class TrainerConfig:
     run: RunConfig = field(default_factory=RunConfig)
 
     def __post_init__(self) -> None:
+        if self.sampling.group_size < 2:
+            raise ValueError(f"GRPO needs sampling.group_size >= 2 (a group of one has no relative advantage); "
+                             f"got {self.sampling.group_size}")
         if self.grpo.dynamic_sampling and self.grpo.max_sampling_rounds < 2:
             raise ValueError("grpo.dynamic_sampling needs grpo.max_sampling_rounds >= 2 to draw more prompts")
         if self.grpo.overlong_penalty and self.grpo.overlong_cache_len > self.sampling.max_new_tokens:
@@ -206,8 +209,13 @@ class TrainerConfig:
         return dataclasses.asdict(self)
 
 
-SECTIONS: dict[str, type] = {f.name: typing.get_type_hints(TrainerConfig)[f.name]
-                             for f in dataclasses.fields(TrainerConfig)}
+def sections_of(root: type) -> dict[str, type]:
+    """Section name -> section dataclass of a root config class (GRPO's ``TrainerConfig``, PPO's, ...)."""
+    hints = typing.get_type_hints(root)
+    return {f.name: hints[f.name] for f in dataclasses.fields(root)}
+
+
+SECTIONS: dict[str, type] = sections_of(TrainerConfig)
 
 
 def _coerce(value: Any, kind: Any, where: str) -> Any:
@@ -237,8 +245,8 @@ def _coerce(value: Any, kind: Any, where: str) -> Any:
     return value
 
 
-def _section(name: str, values: Mapping[str, Any]) -> Any:
-    cls = SECTIONS[name]
+def _section(name: str, values: Mapping[str, Any], sections: Mapping[str, type]) -> Any:
+    cls = sections[name]
     hints = typing.get_type_hints(cls)
     unknown = set(values) - set(hints)
     if unknown:
@@ -252,31 +260,34 @@ def _section(name: str, values: Mapping[str, Any]) -> Any:
         raise ValueError(f"section {name!r} needs {missing} (e.g. --set {name}.{missing[0]}=...)") from exc
 
 
-def apply_override(tree: dict[str, Any], assignment: str) -> None:
+def apply_override(tree: dict[str, Any], assignment: str, sections: Mapping[str, type] = SECTIONS) -> None:
     """``"grpo.beta=0.04"`` -> tree["grpo"]["beta"] = 0.04 (the value is parsed as YAML)."""
     key, sep, raw = assignment.partition("=")
     parts = key.strip().split(".")
-    if not sep or len(parts) != 2 or parts[0] not in SECTIONS:
+    if not sep or len(parts) != 2 or parts[0] not in sections:
         raise ValueError(f"override {assignment!r} must look like section.key=value with section one of "
-                         f"{sorted(SECTIONS)}")
+                         f"{sorted(sections)}")
     tree.setdefault(parts[0], {})[parts[1]] = yaml.safe_load(raw) if raw.strip() else None
 
 
-def config_from_dict(tree: Mapping[str, Any]) -> TrainerConfig:
-    unknown = set(tree) - set(SECTIONS)
+def config_from_dict(tree: Mapping[str, Any], root: type = TrainerConfig) -> Any:
+    """Sections of ``tree`` -> a validated ``root`` config (``TrainerConfig`` unless another is given)."""
+    known = sections_of(root)
+    unknown = set(tree) - set(known)
     if unknown:
-        raise ValueError(f"unknown section(s) {sorted(unknown)}; valid sections: {sorted(SECTIONS)}")
+        raise ValueError(f"unknown section(s) {sorted(unknown)}; valid sections: {sorted(known)}")
     sections = {}
-    for name in SECTIONS:
+    for name in known:
         values = tree.get(name) or {}
         if not isinstance(values, Mapping):
             raise ValueError(f"section {name!r} must be a mapping of key: value, got {values!r}")
-        sections[name] = _section(name, values)
-    return TrainerConfig(**sections)
+        sections[name] = _section(name, values, known)
+    return root(**sections)
 
 
-def load_config(path: str | Path | None, overrides: Sequence[str] = (), run_dir: str | None = None) -> TrainerConfig:
-    """YAML file (optional) + ``section.key=value`` overrides (+ ``run_dir``) -> a validated config."""
+def load_config(path: str | Path | None, overrides: Sequence[str] = (), run_dir: str | None = None,
+                root: type = TrainerConfig) -> Any:
+    """YAML file (optional) + ``section.key=value`` overrides (+ ``run_dir``) -> a validated ``root`` config."""
     tree: dict[str, Any] = {}
     if path is not None:
         try:
@@ -287,23 +298,23 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = (), run_dir:
             raise ValueError(f"{path}: the top level must be a mapping of sections")
         tree = {k: dict(v) if isinstance(v, Mapping) else v for k, v in loaded.items()}
     for assignment in overrides:
-        apply_override(tree, assignment)
+        apply_override(tree, assignment, sections_of(root))
     if run_dir is not None:
         tree.setdefault("run", {})["dir"] = run_dir
-    return config_from_dict(tree)
+    return config_from_dict(tree, root)
 
 
-def to_yaml(config: TrainerConfig) -> str:
-    """The resolved config as YAML (loadable again with ``load_config``)."""
+def to_yaml(config: Any) -> str:
+    """The resolved config (any root config dataclass) as YAML, loadable again with ``load_config``."""
     tree = {k: {kk: list(vv) if isinstance(vv, tuple) else vv for kk, vv in v.items()}
-            for k, v in config.to_dict().items()}
+            for k, v in dataclasses.asdict(config).items()}
     return yaml.safe_dump(tree, sort_keys=False)
 
 
-def describe() -> str:
+def describe(root: type = TrainerConfig) -> str:
     """Every key with its default and help text, for ``trainer-client grpo --help-config``."""
     lines = []
-    for name, cls in SECTIONS.items():
+    for name, cls in sections_of(root).items():
         lines.append(f"{name}:")
         for f in dataclasses.fields(cls):
             default = "(required)" if f.default is dataclasses.MISSING else f"= {f.default!r}"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import os
 import signal
@@ -31,12 +32,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from reward_service.contract import GroupStats, RolloutResult, RolloutStatus
+from trainer_client.grpo.config import RewardConfig
 from trainer_client.reward_batching import GroupResult
 from trainer_client.reward_client import AsyncRewardClient
 
@@ -181,3 +183,15 @@ class OverlappedScorer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def open_scorer(config: RewardConfig, run_dir: str | Path) -> Iterator[OverlappedScorer]:
+    """The run's scorer: on an embedded server (``RUN_DIR/reward_server.log``) or on ``config.endpoint``."""
+    with contextlib.ExitStack() as stack:
+        endpoint = config.endpoint
+        if config.embedded:
+            server = EmbeddedRewardServer(Path(run_dir) / "reward_server.log", config.workers, config.rewards_config,
+                                          config.startup_timeout_s)
+            endpoint = stack.enter_context(server).address
+        yield stack.enter_context(OverlappedScorer(endpoint, config.timeout_s, config.item_timeout_s))

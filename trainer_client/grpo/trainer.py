@@ -17,12 +17,11 @@ the newest checkpoint exactly where the interrupted run would have been.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,9 +30,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from trainer_client.grpo import checkpointing
 from trainer_client.grpo.collect import StepData, batch_rewards, collect_step
-from trainer_client.grpo.config import TrainerConfig, to_yaml
+from trainer_client.grpo.config import ModelConfig, TrainerConfig, to_yaml
 from trainer_client.grpo.logprobs import batched_logprobs
-from trainer_client.grpo.reward_overlap import EmbeddedRewardServer, OverlappedScorer
+from trainer_client.grpo.reward_overlap import OverlappedScorer, open_scorer
 from trainer_client.grpo.rollouts import PromptSampler, read_prompts
 from trainer_client.grpo.run_logging import RunLogger
 from trainer_client.grpo.step_metrics import rollout_metrics
@@ -67,14 +66,19 @@ def load_tokenizer(path: str) -> Any:
     return tokenizer
 
 
-def load_policy(path: str, config: TrainerConfig, trainable: bool) -> torch.nn.Module:
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[config.model.dtype])
-    model.to(config.model.device)
+def load_policy(path: str, config: ModelConfig, trainable: bool) -> torch.nn.Module:
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[config.dtype])
+    return prepare_model(model, config, trainable)
+
+
+def prepare_model(model: torch.nn.Module, config: ModelConfig, trainable: bool) -> torch.nn.Module:
+    """Device, no dropout, and train mode (+ gradient checkpointing) or frozen eval mode."""
+    model.to(config.device)
     for module in model.modules():  # old, new and reference log-probs must see the same network
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0
     if trainable:
-        if config.model.gradient_checkpointing:
+        if config.gradient_checkpointing:
             model.gradient_checkpointing_enable()
         model.train()
     else:
@@ -83,7 +87,7 @@ def load_policy(path: str, config: TrainerConfig, trainable: bool) -> torch.nn.M
     return model
 
 
-def _lr_lambda(warmup_steps: int):
+def linear_warmup(warmup_steps: int):
     return lambda s: min(1.0, (s + 1) / warmup_steps) if warmup_steps else 1.0
 
 
@@ -99,12 +103,12 @@ class GrpoTrainer:
         self.run_dir = config.run.dir
         self.checkpoint = checkpointing.latest_checkpoint(self.run_dir) if config.run.resume else None
         self.tokenizer = load_tokenizer(str(self.checkpoint or config.model.path))
-        self.model = load_policy(str(self.checkpoint or config.model.path), config, trainable=True)
-        self.ref_model = load_policy(config.model.path, config, trainable=False) if config.grpo.beta > 0 else None
+        self.model = load_policy(str(self.checkpoint or config.model.path), config.model, trainable=True)
+        self.ref_model = load_policy(config.model.path, config.model, trainable=False) if config.grpo.beta > 0 else None
         o = config.optim
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o.lr, betas=(o.adam_beta1, o.adam_beta2),
                                            weight_decay=o.weight_decay)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _lr_lambda(o.warmup_steps))
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_warmup(o.warmup_steps))
         self.sampler = PromptSampler(read_prompts(config.data.train, config.data.task), config.run.seed,
                                      config.data.shuffle)
         self.step = 0
@@ -122,17 +126,6 @@ class GrpoTrainer:
                                     resume_step=self.step if self.checkpoint is not None else None)
         self.run_logger.log_config(to_yaml(config))
 
-    @contextlib.contextmanager
-    def _scorer(self) -> Iterator[OverlappedScorer]:
-        r = self.config.reward
-        with contextlib.ExitStack() as stack:
-            endpoint = r.endpoint
-            if r.embedded:
-                server = EmbeddedRewardServer(f"{self.run_dir}/reward_server.log", r.workers, r.rewards_config,
-                                              r.startup_timeout_s)
-                endpoint = stack.enter_context(server).address
-            yield stack.enter_context(OverlappedScorer(endpoint, r.timeout_s, r.item_timeout_s))
-
     def train(self) -> RunSummary:
         run = self.config.run
         started = time.perf_counter()
@@ -140,7 +133,7 @@ class GrpoTrainer:
         rewards: list[float | None] = []
         bar = tqdm(total=run.steps, initial=self.step, disable=not run.progress, desc="grpo", unit="step")
         try:
-            with self._scorer() as scorer:
+            with open_scorer(self.config.reward, self.run_dir) as scorer:
                 while self.step < run.steps:
                     metrics = self.train_step(scorer)
                     self.step += 1

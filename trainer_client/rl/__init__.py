@@ -41,9 +41,10 @@ from trainer_client.rl.masking import (
     whiten,
 )
 from trainer_client.rl.overlong import overlong_filter_mask, overlong_penalty, truncated_from_lengths
+from trainer_client.rl.value_stats import explained_variance
 
 __all__ = [
-    "aggregate_loss", "clipped_policy_loss", "entropy_bonus", "entropy_from_logits",
+    "aggregate_loss", "clipped_policy_loss", "entropy_bonus", "entropy_from_logits", "explained_variance",
     "gae_advantages", "group_index", "grpo_advantages", "kl_estimate", "kl_k1", "kl_k2", "kl_k3",
     "kl_loss", "kl_penalty_in_reward", "masked_count", "masked_mean", "masked_sum", "masked_var",
     "overlong_filter_mask", "overlong_penalty", "reward_mask_from", "truncated_from_lengths",

@@ -1,0 +1,200 @@
+"""PPO training: sample completions, score them through the reward service, update policy and critic.
+
+Why: PPO with a learned critic next to GRPO, on the same rollouts, reward service,
+checkpoints and logs, so the two can be compared on one task and one budget.
+
+    trainer-client ppo --config configs/demo_ppo.yaml --run-dir runs/ppo_demo
+    trainer-client ppo --config configs/demo_ppo.yaml --set ppo.kl_coef=0.05 --set model.device=cuda
+    trainer-client plot runs/ppo_demo
+
+One step: draw ``prompts_per_step`` prompts and sample ``group_size`` completions each,
+scored while the next prompts are generated (GRPO's ``collect_step``; PPO keeps every
+group); rollout log-probs, reference log-probs (``kl_coef > 0``) and critic values; the
+score on each completion's last token (minus the per-token KL when it is in the reward)
+-> GAE -> whitened advantages (``targets``); ``ppo_epochs`` passes of clipped policy and
+value losses (``update``); one metrics line. Unscored completions are masked out of
+everything and counted (``unscored``), never read as reward 0. A checkpoint (policy,
+critic in ``critic/``, the optimizer of both, RNGs, prompt position) every
+``save_every`` steps and at the end; with ``run.resume`` a rerun continues exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from trainer_client.grpo import checkpointing
+from trainer_client.grpo.collect import StepData, batch_rewards, collect_step
+from trainer_client.grpo.logprobs import batched_logprobs
+from trainer_client.grpo.reward_overlap import OverlappedScorer, open_scorer
+from trainer_client.grpo.rollouts import PromptSampler, read_prompts
+from trainer_client.grpo.run_logging import RunLogger
+from trainer_client.grpo.step_metrics import rollout_metrics
+from trainer_client.grpo.trainer import NothingScoredError, RunSummary, linear_warmup, load_policy, load_tokenizer
+from trainer_client.ppo.config import PpoTrainerConfig, to_yaml
+from trainer_client.ppo.targets import ppo_targets
+from trainer_client.ppo.update import PpoBatch, ppo_update
+from trainer_client.ppo.value_head import batched_values, load_critic
+from trainer_client.rl import explained_variance, kl_estimate, masked_mean
+
+logger = logging.getLogger(__name__)
+
+CRITIC_DIR = "critic"  # the critic's save_pretrained directory inside a checkpoint
+UPDATE_KEYS = ("loss", "policy_loss", "value_loss", "clip_frac", "value_clip_frac", "approx_kl", "ratio_mean",
+               "entropy", "grad_norm", "critic_grad_norm")
+
+
+@dataclass(frozen=True)
+class _KeepEveryGroup:
+    """PPO trains on every sampled group: no dynamic sampling (see ``collect.GroupFiltering``)."""
+
+    dynamic_sampling: bool = False
+    max_sampling_rounds: int = 1
+
+
+class PpoTrainer:
+    """Owns policy, critic, reference, optimizer, sampler and logger of one run; ``train()`` runs it."""
+
+    def __init__(self, config: PpoTrainerConfig) -> None:
+        self.config = config
+        if config.model.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError("model.device=cuda but torch sees no CUDA device; use --set model.device=cpu")
+        if config.model.threads:
+            torch.set_num_threads(config.model.threads)
+        self.run_dir = config.run.dir
+        self.checkpoint = checkpointing.latest_checkpoint(self.run_dir) if config.run.resume else None
+        start = str(self.checkpoint or config.model.path)
+        self.tokenizer = load_tokenizer(start)
+        self.model = load_policy(start, config.model, trainable=True)
+        critic_from = self.checkpoint / CRITIC_DIR if self.checkpoint else config.ppo.critic_path or config.model.path
+        self.critic = load_critic(str(critic_from), config.model, trainable=True)
+        self.ref_model = load_policy(config.model.path, config.model, trainable=False) if config.ppo.kl_coef else None
+        o = config.optim
+        self.optimizer = torch.optim.AdamW(
+            [{"params": list(self.model.parameters())},
+             {"params": list(self.critic.parameters()), "lr": config.ppo.critic_lr or o.lr}],
+            lr=o.lr, betas=(o.adam_beta1, o.adam_beta2), weight_decay=o.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_warmup(o.warmup_steps))
+        self.sampler = PromptSampler(read_prompts(config.data.train, config.data.task), config.run.seed,
+                                     config.data.shuffle)
+        self.step = 0
+        if self.checkpoint is not None:
+            state = checkpointing.load_training_state(self.checkpoint, self.optimizer, self.scheduler)
+            self.step = int(state["step"])
+            self.sampler.load_state_dict(state["sampler"])
+            checkpointing.restore_rng(self.checkpoint)  # last: loading models may draw random numbers
+            logger.info("resuming from %s at step %d", self.checkpoint, self.step)
+        else:
+            random.seed(config.run.seed)
+            np.random.seed(config.run.seed)
+            torch.manual_seed(config.run.seed)
+        self.run_logger = RunLogger(self.run_dir, config.run.tensorboard,
+                                    resume_step=self.step if self.checkpoint is not None else None)
+        self.run_logger.log_config(to_yaml(config))
+
+    def train(self) -> RunSummary:
+        run = self.config.run
+        started = time.perf_counter()
+        start_step = self.step
+        rewards: list[float | None] = []
+        bar = tqdm(total=run.steps, initial=self.step, disable=not run.progress, desc="ppo", unit="step")
+        try:
+            with open_scorer(self.config.reward, self.run_dir) as scorer:
+                while self.step < run.steps:
+                    metrics = self.train_step(scorer)
+                    self.step += 1
+                    self.run_logger.log(self.step, metrics)
+                    rewards.append(metrics["reward_mean"])
+                    bar.update(1)
+                    bar.set_postfix(reward=f"{metrics['reward_mean'] or 0:.3f}",
+                                    vloss=f"{metrics.get('value_loss') or 0:.4f}")
+                    out_of_time = run.max_time_s and time.perf_counter() - started >= run.max_time_s
+                    if (run.save_every and self.step % run.save_every == 0) or self.step == run.steps or out_of_time:
+                        self.save()
+                    if out_of_time:
+                        logger.info("stopping at step %d: run.max_time_s=%s reached", self.step, run.max_time_s)
+                        break
+        finally:
+            bar.close()
+            self.run_logger.close()
+        k = max(1, min(5, len(rewards) // 4))
+        return RunSummary(self.run_dir, start_step, self.step, time.perf_counter() - started, rewards[:k], rewards[-k:])
+
+    def save(self) -> None:
+        def write_critic(directory: Path) -> None:
+            self.critic.save_pretrained(directory / CRITIC_DIR, safe_serialization=True)
+
+        checkpointing.save_checkpoint(self.run_dir, self.step, self.model, self.tokenizer, self.optimizer,
+                                      self.scheduler, {"sampler": self.sampler.state_dict()},
+                                      keep=self.config.run.keep_checkpoints, write_extra=write_critic)
+
+    def train_step(self, scorer: OverlappedScorer) -> dict[str, Any]:
+        cfg = self.config
+        t0 = time.perf_counter()
+        data = collect_step(self.model, self.tokenizer, self.sampler, scorer, cfg.sampling, _KeepEveryGroup(),
+                            self.step)
+        metrics = rollout_metrics(data)
+        if cfg.sampling.group_size == 1:
+            metrics["zero_variance_frac"] = None  # a group of one has no variance to speak of
+        if metrics["reward_mean"] is None:
+            raise NothingScoredError(f"step {self.step}: no completion was scored ({metrics['unscored']} unscored: "
+                                     f"{ {k: v for k, v in metrics.items() if k.startswith('unscored/')} }); "
+                                     f"check the tasks in {cfg.data.train} and the reward server log")
+        t1 = time.perf_counter()
+        batch, batch_stats = self.make_batch(data)
+        metrics.update(batch_stats)
+        t2 = time.perf_counter()
+        stats = {}
+        if batch.loss_mask.any():
+            stats = ppo_update(self.model, self.critic, self.optimizer, batch, cfg.ppo,
+                               temperature=cfg.sampling.temperature, norm_len=cfg.sampling.max_new_tokens,
+                               max_grad_norm=cfg.optim.max_grad_norm, seed=cfg.run.seed, step=self.step)
+        metrics["lr"] = self.scheduler.get_last_lr()[0]
+        self.scheduler.step()
+        t3 = time.perf_counter()
+        for key in UPDATE_KEYS:
+            metrics[key] = stats.get(key)
+        metrics["time/logprobs_s"] = t2 - t1
+        metrics["time/train_s"] = t3 - t2
+        metrics["time/step_s"] = t3 - t0
+        return metrics
+
+    def make_batch(self, data: StepData) -> tuple[PpoBatch, dict[str, float | None]]:
+        """Rollout log-probs, reference log-probs and values; rewards -> GAE targets; batch stats."""
+        cfg, ro = self.config, data.rollouts
+        p, device = cfg.ppo, ro.completion_ids.device
+        rewards, scored = batch_rewards(data.results)
+        rewards, scored = rewards.to(device), scored.to(device)
+        loss_mask = ro.completion_mask & scored[:, None]
+        tensors = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask)
+        temp, mb = cfg.sampling.temperature, p.micro_batch_size
+        self.model.eval()
+        old_logp = batched_logprobs(self.model, *tensors, temperature=temp, micro_batch_size=mb)
+        ref_logp = None if self.ref_model is None else batched_logprobs(self.ref_model, *tensors, temperature=temp,
+                                                                        micro_batch_size=mb)
+        old_values = batched_values(self.critic, *tensors, micro_batch_size=mb)
+        kl = None if ref_logp is None else kl_estimate(old_logp, ref_logp, p.kl_estimator)
+        targets = ppo_targets(rewards, loss_mask, old_values, gamma=p.gamma, lam=p.lam,
+                              kl=kl if p.kl_in_reward else None, kl_coef=p.kl_coef, whiten=p.whiten_advantages)
+        stats = {
+            "kl": None if kl is None else float(masked_mean(kl, loss_mask)),
+            "value_mean": float(masked_mean(old_values, loss_mask)),
+            "return_mean": float(masked_mean(targets.returns, loss_mask)),
+            "explained_variance": float(explained_variance(old_values, targets.returns, loss_mask)),
+        }
+        batch = PpoBatch(*tensors, loss_mask, targets.advantages, targets.returns, old_logp, old_values,
+                         ref_logp if not p.kl_in_reward else None)
+        return batch, stats
+
+
+def train_ppo(config: PpoTrainerConfig) -> RunSummary:
+    """Builds a trainer for ``config`` and runs it to ``run.steps`` (or ``run.max_time_s``)."""
+    return PpoTrainer(config).train()
