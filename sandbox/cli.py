@@ -1,0 +1,160 @@
+"""``python -m sandbox``: serve the sandbox over gRPC, run one program, or evaluate a JSONL file.
+
+    python -m sandbox serve --port 50053 --workers 8                       # SandboxService (gRPC)
+    python -m sandbox exec --code sol.py --tests check.py --entry-point add  # HumanEval-style check code
+    python -m sandbox exec --code sol.py --tests cases.json                  # stdin/stdout or function-call cases
+    python -m sandbox batch --in samples.jsonl --out results.jsonl --workers 8 --timeout 3
+
+``exec`` prints the result as JSON (``passed``, ``verdict``, ``tests_passed``,
+``tests_total``, per-test detail, output, resources) and exits 0 when every test
+passed, 1 when not, 2 when the input is unusable. ``batch`` writes one line out
+per line in, in order (format: ``sandbox/submissions.py``), with a progress bar
+on stderr. Both run an in-process executor (``--backend``), or use a running
+server with ``--endpoint``. ``serve`` flags default to ``SANDBOX_<FLAG>``
+environment variables (for containers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import sys
+from typing import Sequence
+
+from sandbox.execution import Executor, InvalidExecutionRequest, Limits, SandboxUnavailable
+from sandbox.languages import Language, load_languages, resolve_language
+from sandbox.server import BACKENDS, SandboxServerConfig
+
+logger = logging.getLogger(__name__)
+LOG_FORMAT = "%(asctime)s %(processName)s %(levelname)s %(name)s: %(message)s"
+ENV_PREFIX = "SANDBOX_"
+
+
+def _add_server_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per SandboxServerConfig field, with its help text and an environment default."""
+    for f in dataclasses.fields(SandboxServerConfig):
+        env = os.environ.get(ENV_PREFIX + f.name.upper())
+        default = f.default if env is None else type(f.default)(env)
+        kwargs = {"choices": BACKENDS} if f.name == "backend" else {}
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=default,
+                            help=f"{f.metadata.get('help', '')} (default: {default})", **kwargs)
+
+
+def _add_executor_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=BACKENDS, default="process", help="sandbox backend (default: process)")
+    parser.add_argument("--endpoint", help="host:port of a running `python -m sandbox serve` (instead of --backend)")
+    parser.add_argument("--languages", help="YAML file of extra languages (see sandbox/languages.py)")
+    parser.add_argument("--timeout", type=float, default=Limits.wall_s,
+                        help=f"wall and CPU seconds per program, all its tests together (default: {Limits.wall_s:g})")
+    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
+                        help=f"memory limit per program (default: {Limits.memory_mb})")
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    return Limits(wall_s=args.timeout, cpu_s=args.timeout, memory_mb=args.memory_mb)
+
+
+def _executor(args: argparse.Namespace, concurrency: int, languages: dict[str, Language]) -> Executor:
+    if args.endpoint:
+        from sandbox.remote_executor import RemoteExecutor
+
+        return RemoteExecutor(args.endpoint)
+    from sandbox.factory import create_executor
+
+    return create_executor(args.backend, concurrency=concurrency, languages=languages)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from sandbox.server import serve
+
+    serve(SandboxServerConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(SandboxServerConfig)}))
+    return 0
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    from sandbox.submissions import build_request, read_tests_file, result_to_dict
+
+    code = sys.stdin.read() if args.code == "-" else open(args.code, encoding="utf-8").read()
+    languages = load_languages(args.languages)
+    request = build_request(code, read_tests_file(args.tests), entry_point=args.entry_point or "",
+                            language=args.lang, style=args.style, limits=_limits(args), request_id=args.code)
+    if not args.endpoint:
+        resolve_language(request.language, languages)
+    executor = _executor(args, 1, languages)
+    try:
+        result = executor.execute(request)
+    finally:
+        executor.close()
+    print(json.dumps(result_to_dict(result), indent=2, ensure_ascii=False))
+    return 0 if result.passed else 1
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from sandbox.submissions import count_lines, iter_lines, run_batch, summary_line
+
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    languages = load_languages(args.languages)
+    total = count_lines(args.in_path)
+    executor = _executor(args, args.workers, languages)
+    try:
+        with open(args.in_path, encoding="utf-8", errors="replace") as src, \
+                open(args.out_path, "w", encoding="utf-8") as out, \
+                tqdm(total=total, unit="program", desc="executing", disable=args.quiet) as bar:
+            stats = run_batch(iter_lines(src), executor, out, workers=args.workers, limits=_limits(args),
+                              languages=None if args.endpoint else languages, progress=bar)
+    finally:
+        executor.close()
+    print(summary_line(stats, args.out_path), file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__.splitlines()[0])
+    parser.add_argument("--log-level", default=os.environ.get(ENV_PREFIX + "LOG_LEVEL"),
+                        help="logging level (default: INFO for serve, WARNING otherwise)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the gRPC SandboxService")
+    _add_server_flags(serve)
+    serve.set_defaults(func=cmd_serve)
+
+    exe = sub.add_parser("exec", help="run one program against its tests; print the JSON result")
+    exe.add_argument("--code", required=True, help="source file of the program ('-': stdin)")
+    exe.add_argument("--tests", required=True,
+                     help="HumanEval-style check code (needs --entry-point), or a JSON file of cases: "
+                          "[{stdin, expected_stdout}] or [{args, kwargs?, expected}]")
+    exe.add_argument("--entry-point", help="the function under test (check code, function-call cases)")
+    exe.add_argument("--lang", default="python", help="language of --code (default: python)")
+    exe.add_argument("--style", choices=("humaneval", "stdio", "function_call"),
+                     help="test style, when the JSON cases' keys do not tell")
+    _add_executor_flags(exe)
+    exe.set_defaults(func=cmd_exec)
+
+    batch = sub.add_parser("batch", help="evaluate a JSONL file of submissions, one result line per line")
+    batch.add_argument("--in", dest="in_path", required=True,
+                       help='submissions JSONL: {"id", "code", "tests", "entry_point"?, "language"?} per line')
+    batch.add_argument("--out", dest="out_path", required=True,
+                       help='results JSONL: {"id", "passed", "verdict", "tests_passed", "tests_total", "error"?}')
+    batch.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                       help="programs run at once (default: the CPU count)")
+    batch.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_executor_flags(batch)
+    batch.set_defaults(func=cmd_batch)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    level = args.log_level or ("INFO" if args.command == "serve" else "WARNING")
+    logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
+    try:
+        return args.func(args)
+    except (InvalidExecutionRequest, SandboxUnavailable, ValueError, OSError) as exc:
+        print(f"sandbox: error: {exc}", file=sys.stderr)
+        return 2

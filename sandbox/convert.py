@@ -1,0 +1,206 @@
+"""Conversion between ``reward.v1.sandbox_pb2`` messages and the execution dataclasses: the one place.
+
+Only the gRPC front end (``sandbox/servicer.py``) and the remote executor
+(``sandbox/remote_executor.py``) touch protobuf; both go through here.
+
+Two conventions of the wire format (``proto/reward/v1/sandbox.proto``):
+
+* FUNCTION_CALL values travel as JSON text (``args_json``, ``kwargs_json``,
+  ``expected_json``); an empty string means "none" ([] / {} / null).
+* A limit left at 0 takes the default of :class:`sandbox.execution.Limits`.
+
+proto3 strings must be valid UTF-8, and a program may print anything, so
+every string put into a message passes through :func:`utf8_safe` first: bytes
+that were not valid UTF-8 (surrogate escapes in a Python ``str``) become U+FFFD
+instead of failing the whole response.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import fields
+from typing import Any, Sequence
+
+from reward.v1 import sandbox_pb2 as pb
+from sandbox.execution import (
+    CaseOutcome,
+    ExecutionRequest,
+    ExecutionResult,
+    InvalidExecutionRequest,
+    LimitHit,
+    Limits,
+    OutputCompare,
+    TestCase,
+    TestResult,
+    TestStyle,
+    Verdict,
+)
+
+_STYLE_TO_PB = {s: pb.TestStyle.Value(f"TEST_STYLE_{s.name}") for s in TestStyle}
+_STYLE_FROM_PB = {v: k for k, v in _STYLE_TO_PB.items()}
+_VERDICT_TO_PB = {v: pb.Verdict.Value(f"VERDICT_{v.name}") for v in Verdict}
+_VERDICT_FROM_PB = {v: k for k, v in _VERDICT_TO_PB.items()}
+_OUTCOME_TO_PB = {o: pb.CaseOutcome.Value(f"CASE_OUTCOME_{o.name}") for o in CaseOutcome}
+_OUTCOME_FROM_PB = {v: k for k, v in _OUTCOME_TO_PB.items()}
+_LIMIT_TO_PB = {h: pb.LimitHit.Value(f"LIMIT_HIT_{h.name}") for h in LimitHit}
+_LIMIT_FROM_PB = {v: k for k, v in _LIMIT_TO_PB.items()}
+_LIMIT_FIELDS = tuple(f.name for f in fields(Limits))
+_DEFAULT_LIMITS = Limits()
+_OTHER_SURROGATES = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+
+
+def utf8_safe(text: str) -> str:
+    """``text`` as valid UTF-8: surrogates (undecodable bytes, lone halves) become U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    # Undecodable bytes kept as surrogate escapes (U+DC80..U+DCFF) are recovered, then each is
+    # replaced; any other lone surrogate is replaced directly.
+    raw = _OTHER_SURROGATES.sub("\ufffd", text).encode("utf-8", "surrogateescape")
+    return raw.decode("utf-8", "replace")
+
+
+# --- requests -------------------------------------------------------------------------------
+
+
+def _dumps(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidExecutionRequest(f"{what} is not JSON-serializable: {exc}") from None
+
+
+def case_to_proto(case: TestCase, index: int = 0) -> pb.TestCase:
+    msg = pb.TestCase(stdin=utf8_safe(case.stdin),
+                      args_json=_dumps(list(case.args), f"case {index} args") if case.args else "",
+                      kwargs_json=_dumps(dict(case.kwargs), f"case {index} kwargs") if case.kwargs else "",
+                      expected_json=_dumps(case.expected, f"case {index} expected"))
+    if case.expected_stdout is not None:
+        msg.expected_stdout = utf8_safe(case.expected_stdout)
+    return msg
+
+
+def _loads(text: str, what: str, kind: type, empty: Any) -> Any:
+    if text == "":
+        return empty
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidExecutionRequest(f"{what} is not valid JSON ({exc}): {text[:80]!r}") from None
+    if kind is not object and not isinstance(value, kind):
+        raise InvalidExecutionRequest(f"{what} must be a JSON {'array' if kind is list else 'object'}, "
+                                      f"got {type(value).__name__}")
+    return value
+
+
+def case_from_proto(msg: pb.TestCase, index: int = 0) -> TestCase:
+    """Raises InvalidExecutionRequest when a JSON field does not parse (or has the wrong shape)."""
+    return TestCase(
+        stdin=msg.stdin,
+        expected_stdout=msg.expected_stdout if msg.HasField("expected_stdout") else None,
+        args=tuple(_loads(msg.args_json, f"case {index}: args_json", list, [])),
+        kwargs=_loads(msg.kwargs_json, f"case {index}: kwargs_json", dict, {}),
+        expected=_loads(msg.expected_json, f"case {index}: expected_json", object, None),
+    )
+
+
+def limits_to_proto(limits: Limits) -> pb.Limits:
+    return pb.Limits(**{name: getattr(limits, name) for name in _LIMIT_FIELDS})
+
+
+def limits_from_proto(msg: pb.Limits, defaults: Limits = _DEFAULT_LIMITS) -> Limits:
+    """0 takes the default; a negative (or NaN) limit raises InvalidExecutionRequest."""
+    return Limits(**{name: getattr(msg, name) or getattr(defaults, name) for name in _LIMIT_FIELDS})
+
+
+def compare_to_proto(compare: OutputCompare) -> pb.OutputCompare:
+    msg = pb.OutputCompare(ignore_trailing_whitespace=compare.ignore_trailing_whitespace,
+                           normalize_line_endings=compare.normalize_line_endings)
+    if compare.float_tolerance is not None:
+        msg.float_tolerance = compare.float_tolerance
+    return msg
+
+
+def compare_from_proto(msg: pb.OutputCompare) -> OutputCompare:
+    default = OutputCompare()
+    return OutputCompare(
+        float_tolerance=msg.float_tolerance if msg.HasField("float_tolerance") else None,
+        ignore_trailing_whitespace=(msg.ignore_trailing_whitespace if msg.HasField("ignore_trailing_whitespace")
+                                    else default.ignore_trailing_whitespace),
+        normalize_line_endings=(msg.normalize_line_endings if msg.HasField("normalize_line_endings")
+                                else default.normalize_line_endings),
+    )
+
+
+def request_to_proto(request: ExecutionRequest) -> pb.ExecutionRequest:
+    """Raises InvalidExecutionRequest when a FUNCTION_CALL value is not JSON-serializable."""
+    return pb.ExecutionRequest(
+        id=utf8_safe(request.id), code=utf8_safe(request.code), language=request.language,
+        style=_STYLE_TO_PB[TestStyle(request.style)], check_code=utf8_safe(request.check_code),
+        entry_point=request.entry_point,
+        cases=[case_to_proto(c, i) for i, c in enumerate(request.cases)],
+        limits=limits_to_proto(request.limits), compare=compare_to_proto(request.compare))
+
+
+def request_from_proto(msg: pb.ExecutionRequest, defaults: Limits = _DEFAULT_LIMITS) -> ExecutionRequest:
+    """Raises InvalidExecutionRequest for an unspecified style, bad JSON in a case, or a bad limit."""
+    style = _STYLE_FROM_PB.get(msg.style)
+    if style is None:
+        choices = ", ".join(n for n in pb.TestStyle.keys() if n != "TEST_STYLE_UNSPECIFIED")
+        raise InvalidExecutionRequest(f"request {msg.id!r}: style is required: one of {choices}")
+    return ExecutionRequest(
+        code=msg.code, style=style, language=msg.language or "python", id=msg.id,
+        check_code=msg.check_code, entry_point=msg.entry_point,
+        cases=tuple(case_from_proto(c, i) for i, c in enumerate(msg.cases)),
+        limits=limits_from_proto(msg.limits, defaults), compare=compare_from_proto(msg.compare))
+
+
+def batch_request_to_proto(requests: Sequence[ExecutionRequest]) -> pb.ExecuteBatchRequest:
+    return pb.ExecuteBatchRequest(requests=[request_to_proto(r) for r in requests])
+
+
+# --- results --------------------------------------------------------------------------------
+
+
+def case_result_to_proto(test: TestResult) -> pb.TestResult:
+    return pb.TestResult(index=test.index, outcome=_OUTCOME_TO_PB[test.outcome], detail=utf8_safe(test.detail),
+                         wall_s=test.wall_s)
+
+
+def case_result_from_proto(msg: pb.TestResult) -> TestResult:
+    # An outcome this side does not know fails closed: it is not a pass.
+    outcome = _OUTCOME_FROM_PB.get(msg.outcome, CaseOutcome.ERROR)
+    return TestResult(index=msg.index, outcome=outcome, detail=msg.detail, wall_s=msg.wall_s)
+
+
+def result_to_proto(result: ExecutionResult) -> pb.ExecutionResult:
+    msg = pb.ExecutionResult(
+        id=utf8_safe(result.id), verdict=_VERDICT_TO_PB[result.verdict], passed=result.passed,
+        tests=[case_result_to_proto(t) for t in result.tests], tests_passed=result.tests_passed,
+        tests_total=result.tests_total, stdout=utf8_safe(result.stdout), stderr=utf8_safe(result.stderr),
+        wall_s=result.wall_s, cpu_s=result.cpu_s, peak_memory_mb=result.peak_memory_mb,
+        limit_hit=_LIMIT_TO_PB[result.limit_hit], error=utf8_safe(result.error), backend=result.backend)
+    if result.exit_code is not None:
+        msg.exit_code = result.exit_code
+    if result.signal is not None:
+        msg.signal = result.signal
+    return msg
+
+
+def result_from_proto(msg: pb.ExecutionResult) -> ExecutionResult:
+    """A missing or unknown verdict is a SANDBOX_ERROR (fail closed), never a pass."""
+    verdict = _VERDICT_FROM_PB.get(msg.verdict)
+    error = msg.error
+    if verdict is None:
+        verdict = Verdict.SANDBOX_ERROR
+        error = f"sandbox answered no known verdict ({msg.verdict}); {error}".rstrip("; ")
+    return ExecutionResult(
+        id=msg.id, verdict=verdict, tests=tuple(case_result_from_proto(t) for t in msg.tests),
+        stdout=msg.stdout, stderr=msg.stderr,
+        exit_code=msg.exit_code if msg.HasField("exit_code") else None,
+        signal=msg.signal if msg.HasField("signal") else None,
+        wall_s=msg.wall_s, cpu_s=msg.cpu_s, peak_memory_mb=msg.peak_memory_mb,
+        limit_hit=_LIMIT_FROM_PB.get(msg.limit_hit, LimitHit.NONE), error=error, backend=msg.backend)

@@ -1,0 +1,374 @@
+"""The Docker backend: the sandbox's slots are warm containers of the locally built runner image.
+
+Same interface and protocol as the process backend (slot_pool.py dispatches,
+zygote_client.py speaks the frames); only how a slot is started differs. Each
+slot is one long-lived container whose command is the zygote
+(``python3 -I -S /opt/sandbox/runtime/zygote.py --mode container``); it runs
+every execution of that slot, so an execution costs a fork inside a warm
+container, not a ``docker run`` (3-5 per second on 2 cores against 35-95 warm:
+``make bench-sandbox-docker``).
+
+Transport: we attach to the container's stdin/stdout *before* starting it (so
+the zygote's hello frame cannot be missed) and keep that one socket for the
+container's life. Request frames are written raw to stdin; stdout comes back in
+Docker's multiplexed form (8-byte header: stream, 0, 0, 0, big-endian length)
+because the container has no TTY (a TTY would mangle binary frames), and
+:class:`AttachTransport` strips the headers. Why not ``docker exec`` of a
+zygote in an idle container: then the zygote's death would not end the
+container, and a crash of this process would leave containers running; with
+the zygote as the container's command and ``stdin_once``, a crashed host's
+containers exit by themselves (stdin EOF ends the zygote). Containers are not
+``auto_remove``d, so an ended one still has its logs for the error message;
+``close()`` removes them, and a new executor removes those whose creating
+process is dead.
+
+Container settings (each a line of :func:`container_settings`), and why:
+
+* root *inside the container*, ``cap_drop=ALL`` + ``cap_add`` SETUID, SETGID,
+  KILL, CHOWN, DAC_OVERRIDE, FOWNER, SETPCAP: only the trusted zygote and
+  supervisor hold them (to become the slot uid, kill B, hand B its scratch
+  directory, delete what B left in /tmp, /dev/shm, /dev/mqueue, and empty B's
+  capability bounding set before it runs anything). The untrusted process B
+  runs under a per-container random unprivileged uid, losing every capability
+  at setuid; ``no-new-privileges`` blocks regaining any through setuid binaries.
+  The alternative, the whole container as one unprivileged user, would let B
+  signal the zygote (turning its 0 into an unscored SANDBOX_ERROR) and leave
+  nothing able to clean up after it;
+* ``read_only`` root; size-capped tmpfs ``/scratch`` (B's per-execution
+  directories, root-owned 0711) and ``/tmp`` (exec allowed: g++ output must run;
+  nosuid, nodev) -- the only places B can write are its scratch directory, /tmp,
+  /dev/shm and /dev/mqueue, all swept after each B (sandbox/runtime/container_sweep.py);
+* ``network_mode=none`` (only loopback), ``pids_limit``, ``nano_cpus``;
+  ``mem_limit`` = ``memswap_limit`` (no swap) = the execution's memory + scratch +
+  a slack for the zygote, updated per execution when the limits change (there is
+  no cgroup the zygote could write inside the container; B's RLIMIT_AS alone
+  would let several processes take memory_mb each); docker-init reaps orphans.
+
+A slot whose zygote dies, hangs past the host deadline or reports a harness
+error is killed (``docker rm -f``) and replaced by the pool. Every container is
+labelled ``org.reward-suite.sandbox`` with this process's host and pid, so
+leftovers of a crashed run are found: ``python -m sandbox.docker_image cleanup``.
+
+    executor = DockerExecutor(DockerConfig(concurrency=4))    # builds the image if missing
+    results = executor.execute_batch(requests)
+    executor.close()                                         # removes every container
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import secrets
+import select
+import socket
+import struct
+import threading
+import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+from sandbox.docker_image import (
+    LABEL,
+    RUNTIME_PATH_IN_IMAGE,
+    ImageBuildError,
+    cleanup_containers,
+    docker_client,
+    ensure_image,
+)
+from sandbox.execution import ExecutionRequest, ExecutionResult, Limits, SandboxUnavailable
+from sandbox.languages import Language, resolve_language
+from sandbox.slot_pool import SlotPool
+from sandbox.zygote_client import SlotHandle, ZygoteDied, ZygoteTimeout
+
+log = logging.getLogger(__name__)
+
+_MUX_HEADER = struct.Struct(">BxxxI")        # stream (0 stdin, 1 stdout, 2 stderr), length
+_STDOUT = 1
+#: Capabilities the trusted zygote/supervisor need inside the container (see the module docstring).
+ZYGOTE_CAPS = ("SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETPCAP")
+#: B's uid is drawn per container from this range: far from real users, and distinct per container
+#: because without a user namespace RLIMIT_NPROC counts one uid's processes across all containers.
+UNTRUSTED_UID_RANGE = (1_000_000, 1_000_000_000)
+
+
+@dataclass(frozen=True)
+class DockerConfig:
+    """Settings of the docker backend; per-execution limits come with each request (Limits)."""
+
+    concurrency: int = 2                 # containers (slots) kept warm
+    image: str | None = None             # runner image tag; None: build/reuse sandbox.docker_image's tag
+    #: The container's memory cgroup is set per execution (when it changes) to the request's
+    #: Limits.memory_mb + scratch_mb + this slack, which covers the zygote and the supervisor A
+    #: themselves -- A decodes what B returns (up to a 16 MB frame: ~250 MB of Python objects).
+    memory_slack_mb: int = 384
+    #: Floor of that memory_mb for compiled languages: g++ itself needs a few hundred MB.
+    compile_memory_mb: int = 512
+    cpus: float = 1.0                    # CPU quota per container (nano_cpus)
+    pids_limit: int = 256                # container-wide; B's own RLIMIT_NPROC (Limits.max_processes) is lower
+    tmpfs_mb: int = 512                  # size of each of the container's tmpfs, /scratch and /tmp (memory-backed)
+    start_timeout_s: float = 60.0        # container start + zygote hello (self-test included)
+    languages: Mapping[str, Language] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("concurrency", "memory_slack_mb", "compile_memory_mb", "cpus", "pids_limit", "tmpfs_mb",
+                     "start_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"DockerConfig.{name} must be > 0, got {getattr(self, name)!r}")
+
+    def container_memory_mb(self, limits: Limits, compiled: bool = False) -> int:
+        """The container's memory cgroup while it runs an execution with these limits."""
+        memory = max(int(limits.memory_mb), self.compile_memory_mb) if compiled else int(limits.memory_mb)
+        return memory + int(limits.scratch_mb) + self.memory_slack_mb
+
+
+def container_settings(config: DockerConfig, image: str, untrusted_uid: int, labels: dict[str, str]) -> dict[str, Any]:
+    """Keyword arguments of ``APIClient.create_container`` + ``create_host_config`` for one slot."""
+    host_config = dict(
+        network_mode="none",
+        read_only=True,
+        # /scratch: B's per-execution directories (root-owned 0711: B cannot create siblings of its own);
+        # /tmp: for programs that expect one; both exec (g++ output must run), swept after every B.
+        tmpfs={"/scratch": f"rw,exec,nosuid,nodev,size={config.tmpfs_mb}m,mode=0711",
+               "/tmp": f"rw,exec,nosuid,nodev,size={config.tmpfs_mb}m,mode=1777"},
+        cap_drop=["ALL"],
+        cap_add=list(ZYGOTE_CAPS),
+        security_opt=["no-new-privileges"],
+        pids_limit=config.pids_limit,
+        mem_limit=f"{config.container_memory_mb(Limits())}m",       # then set per execution: prepare()
+        memswap_limit=f"{config.container_memory_mb(Limits())}m",
+        nano_cpus=int(config.cpus * 1e9),
+        init=True,
+        ipc_mode="private",
+    )
+    command = ["python3", "-I", "-S", f"{RUNTIME_PATH_IN_IMAGE}/zygote.py", "--mode", "container",
+               "--slot-uid", str(untrusted_uid), "--scratch", "/scratch"]
+    return dict(image=image, command=command, user="0:0", working_dir="/tmp", labels=labels,
+                stdin_open=True, tty=False, detach=False,   # detach=False + stdin_open: StdinOnce
+                network_disabled=True, environment={"PYTHONDONTWRITEBYTECODE": "1"},
+                host_config=host_config)
+
+
+class AttachTransport:
+    """The zygote's fd 0/1 through one attach socket: raw writes, demultiplexed reads."""
+
+    def __init__(self, sock: socket.socket, keep_alive: Any = None, explain_eof: Any = None) -> None:
+        self.sock = sock
+        self._keep_alive = keep_alive     # docker-py's SocketIO wrapper: closing it (on GC) would close sock
+        self._explain_eof = explain_eof   # () -> str: why the container ended (exit code, OOM, last log lines)
+        self.sock.setblocking(False)
+        self._header = b""
+        self._left = 0                    # payload bytes left in the current multiplexed frame
+        self._stream = _STDOUT
+        self._eof = False
+
+    def _wait(self, event: int, deadline: float) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise ZygoteTimeout("host deadline passed")
+        poller = select.poll()
+        poller.register(self.sock.fileno(), event | select.POLLHUP | select.POLLERR)
+        if not poller.poll(math.ceil(remaining * 1000)):
+            raise ZygoteTimeout("host deadline passed")
+
+    def send(self, data: bytes, deadline: float) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[self.sock.send(view):]
+            except BlockingIOError:
+                self._wait(select.POLLOUT, deadline)
+            except OSError as exc:
+                raise ZygoteDied(f"cannot write to the container: {exc}") from None
+
+    def _read(self, n: int, deadline: float) -> bytes:
+        while True:
+            try:
+                return self.sock.recv(n)
+            except BlockingIOError:
+                self._wait(select.POLLIN, deadline)
+            except OSError as exc:
+                raise ZygoteDied(f"cannot read from the container: {exc}") from None
+
+    def recv(self, max_bytes: int, deadline: float) -> bytes:
+        """Up to ``max_bytes`` of the zygote's stdout; b"" at EOF (the container ended)."""
+        while not self._eof:
+            if self._left == 0:
+                chunk = self._read(_MUX_HEADER.size - len(self._header), deadline)
+                if not chunk:
+                    self._eof = True
+                    break
+                self._header += chunk
+                if len(self._header) == _MUX_HEADER.size:
+                    self._stream, self._left = _MUX_HEADER.unpack(self._header)
+                    self._header = b""
+                continue
+            chunk = self._read(min(max_bytes, self._left) if self._stream == _STDOUT else self._left, deadline)
+            if not chunk:
+                self._eof = True
+                break
+            self._left -= len(chunk)
+            if self._stream == _STDOUT:
+                return chunk
+            # stderr is not attached (it goes to `docker logs`); anything else is dropped
+        if self._explain_eof is not None:
+            raise ZygoteDied(f"the container ended: {self._explain_eof()}")
+        return b""
+
+    def closed_by_peer(self) -> bool:
+        """True if the container's side is gone (EOF/error pending while no answer is expected)."""
+        if self._eof:
+            return True
+        poller = select.poll()
+        poller.register(self.sock.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        return bool(poller.poll(0))        # idle zygote: any readability means EOF or unsolicited bytes
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+class DockerExecutor:
+    """The Executor protocol on warm containers (one per slot). Thread-safe; never raises on hostile code.
+
+    Raises SandboxUnavailable at construction when no engine answers or the
+    image cannot be built; afterwards a failing container is a SANDBOX_ERROR
+    result and is replaced.
+    """
+
+    name = "docker"
+
+    def __init__(self, config: DockerConfig | None = None, *, client: Any = None, **overrides: Any) -> None:
+        """``DockerExecutor(DockerConfig(...))`` or ``DockerExecutor(concurrency=4, image=...)``."""
+        self.config = replace(config or DockerConfig(), **overrides)
+        self.executor_id = uuid.uuid4().hex[:12]
+        self.containers_started = 0
+        self._lock = threading.Lock()
+        self._containers: dict[int, str] = {}       # slot index -> live container id
+        try:
+            import docker.errors
+        except ImportError:
+            raise SandboxUnavailable("the docker backend needs the Docker SDK: "
+                                     "pip install 'reward-suite[docker]'") from None
+        try:
+            self._client = client or docker_client()
+            self._client.ping()
+        except docker.errors.DockerException as exc:
+            raise SandboxUnavailable(f"no Docker engine answers ({exc}); start one: scripts/system_setup.sh") from None
+        try:
+            self.image = self.config.image or ensure_image(self._client)
+        except (ImageBuildError, docker.errors.DockerException) as exc:
+            raise SandboxUnavailable(f"the sandbox runner image is unavailable: {exc}") from None
+        removed = cleanup_containers(self._client)       # leftovers of crashed processes on this machine
+        log.info("docker sandbox: %s, image %s, %d containers (removed %d left by dead processes)",
+                 self.executor_id, self.image, self.config.concurrency, removed)
+        self._pool = SlotPool(self.config.concurrency, self._start_slot, backend=self.name,
+                              languages=self.config.languages, start_timeout_s=self.config.start_timeout_s)
+
+    # -- slots -----------------------------------------------------------------------------------
+    def _start_slot(self, index: int) -> SlotHandle:
+        import docker.errors
+
+        api = self._client.api
+        labels = {LABEL: "runner", f"{LABEL}.host": os.uname().nodename, f"{LABEL}.pid": str(os.getpid()),
+                  f"{LABEL}.executor": self.executor_id, f"{LABEL}.slot": str(index)}
+        uid = secrets.randbelow(UNTRUSTED_UID_RANGE[1] - UNTRUSTED_UID_RANGE[0]) + UNTRUSTED_UID_RANGE[0]
+        settings = container_settings(self.config, self.image, uid, labels)
+        settings["host_config"] = api.create_host_config(**settings["host_config"])
+        container_id = api.create_container(**settings)["Id"]
+        try:
+            # Attach before start: nothing the zygote writes (its hello) can be missed.
+            raw = api.attach_socket(container_id, params={"stdin": 1, "stdout": 1, "stderr": 0, "stream": 1})
+            transport = AttachTransport(getattr(raw, "_sock", raw), keep_alive=raw,
+                                        explain_eof=lambda: self._explain_exit(container_id))
+            api.start(container_id)
+        except docker.errors.DockerException:
+            self._remove(container_id)
+            raise
+        with self._lock:
+            self._containers[index] = container_id
+            self.containers_started += 1
+
+        def kill() -> None:
+            with self._lock:
+                if self._containers.get(index) == container_id:
+                    del self._containers[index]
+            transport.close()
+            self._remove(container_id)
+
+        memory = [self.config.container_memory_mb(Limits())]
+
+        def prepare(request: ExecutionRequest) -> None:
+            """The container's memory cgroup for this request (a ~25 ms API call, only when it changes)."""
+            compiled = bool(resolve_language(request.language, self.config.languages).compile)
+            wanted = self.config.container_memory_mb(request.limits, compiled)
+            if wanted == memory[0]:
+                return
+            try:
+                api.update_container(container_id, mem_limit=f"{wanted}m", memswap_limit=f"{wanted}m")
+            except docker.errors.DockerException as exc:
+                raise ZygoteDied(f"cannot set the container's memory limit to {wanted} MB: {exc}") from None
+            memory[0] = wanted
+
+        return SlotHandle(transport=transport, kill=kill, description=f"container {container_id[:12]} (uid {uid})",
+                          extra={"container_id": container_id}, alive=lambda: not transport.closed_by_peer(),
+                          prepare=prepare)
+
+    def _explain_exit(self, container_id: str) -> str:
+        """Exit code, OOM flag and the zygote's last log lines of an ended container (for the error text)."""
+        import docker.errors
+
+        try:
+            self._client.api.wait(container_id, timeout=5)
+            state = self._client.api.inspect_container(container_id)["State"]
+            logs = self._client.api.logs(container_id, stdout=False, stderr=True, tail=8).decode("utf-8", "replace")
+        except (docker.errors.DockerException, OSError) as exc:   # already removed, or the wait timed out
+            return f"no details ({type(exc).__name__})"
+        return (f"exit code {state.get('ExitCode')}{', OOM-killed' if state.get('OOMKilled') else ''}; "
+                f"stderr: {logs.strip()[-1500:] or '(empty)'}")
+
+    def _remove(self, container_id: str) -> None:
+        import docker.errors
+
+        with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):   # gone, or its removal is under way
+            self._client.api.remove_container(container_id, force=True)
+
+    def container_ids(self) -> list[str]:
+        """The live containers of this executor (one per started slot)."""
+        with self._lock:
+            return list(self._containers.values())
+
+    # -- Executor protocol -----------------------------------------------------------------------
+    @property
+    def concurrency(self) -> int:
+        return self.config.concurrency
+
+    @property
+    def stats(self):
+        return self._pool.stats
+
+    @property
+    def hellos(self) -> list[dict]:
+        return self._pool.hellos
+
+    def execute(self, request: ExecutionRequest) -> ExecutionResult:
+        return self._pool.execute(request)
+
+    def execute_batch(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult]:
+        return self._pool.execute_batch(requests)
+
+    def close(self) -> None:
+        """Remove every container of this executor. Idempotent."""
+        self._pool.close()
+        for container_id in self.container_ids():
+            self._remove(container_id)
+        with self._lock:
+            self._containers.clear()
+
+    def __enter__(self) -> "DockerExecutor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

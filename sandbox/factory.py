@@ -1,0 +1,45 @@
+"""``create_executor``: the one way front ends get an :class:`~sandbox.execution.Executor`.
+
+    from sandbox.factory import create_executor
+    with create_executor("process", concurrency=2) as ex:      # bubblewrap, the default
+        result = ex.execute(request)
+
+Backends are imported lazily, so importing this module needs neither
+bubblewrap nor the Docker SDK. ``languages`` is a mapping of name ->
+:class:`~sandbox.languages.Language`, a path to a YAML file of extra languages
+(see sandbox/languages.py), or None for the built-ins. Other keyword options
+go to the backend (process: :class:`sandbox.process_backend.ProcessSandboxConfig`
+fields). Raises :class:`~sandbox.execution.SandboxUnavailable` when the backend
+cannot run on this host.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from sandbox.execution import Executor
+from sandbox.languages import Language, load_languages
+
+BACKENDS = ("process", "docker")
+
+
+def _languages(languages: Mapping[str, Language] | str | Path | None) -> Mapping[str, Language] | None:
+    if languages is None or isinstance(languages, Mapping):
+        return languages
+    return load_languages(languages)
+
+
+def create_executor(backend: str = "process", concurrency: int = 2,
+                    languages: Mapping[str, Language] | str | Path | None = None, **options: Any) -> Executor:
+    """A started executor with ``concurrency`` slots. Close it (or use it as a context manager)."""
+    langs = _languages(languages)
+    if backend == "process":
+        from sandbox.process_backend import ProcessExecutor
+
+        return ProcessExecutor(concurrency=concurrency, languages=langs, **options)
+    if backend == "docker":
+        from sandbox.docker_backend import DockerExecutor
+
+        return DockerExecutor(concurrency=concurrency, languages=langs, **options)
+    raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")

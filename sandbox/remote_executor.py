@@ -1,0 +1,124 @@
+"""An Executor that runs programs on a SandboxService over gRPC (``python -m sandbox serve``).
+
+It speaks the same :class:`~sandbox.execution.Executor` protocol as the local
+backends, so the ``code`` reward task (or anything else) switches between an
+in-process sandbox and a remote one by configuration::
+
+    executor = RemoteExecutor("sandbox-host:50053", call_timeout_s=300)
+    results = executor.execute_batch(requests)
+
+Error mapping, following the protocol: a request the service refuses as
+unusable (INVALID_ARGUMENT) raises InvalidExecutionRequest; any other failure
+of a call (unreachable, draining past the retries, queue full, deadline) is a
+SANDBOX_ERROR result for each of its programs -- never a verdict on the code.
+Only UNAVAILABLE is retried, by gRPC itself (a service-config retry policy).
+The channel is opened on first use in the calling process (after any fork).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from dataclasses import replace
+from typing import Any, Sequence
+
+import grpc
+
+from reward.v1 import sandbox_pb2, sandbox_pb2_grpc
+from sandbox import convert
+from sandbox.execution import ExecutionRequest, ExecutionResult, InvalidExecutionRequest, Verdict
+
+logger = logging.getLogger(__name__)
+
+SERVICE = sandbox_pb2.DESCRIPTOR.services_by_name["SandboxService"].full_name
+
+
+def service_config(max_attempts: int = 3, initial_backoff_s: float = 0.2, max_backoff_s: float = 2.0) -> str:
+    """Retries for UNAVAILABLE only (a draining or restarting server): anything else is an answer."""
+    return json.dumps({"methodConfig": [{
+        "name": [{"service": SERVICE}],
+        "retryPolicy": {"maxAttempts": max_attempts, "initialBackoff": f"{initial_backoff_s}s",
+                        "maxBackoff": f"{max_backoff_s}s", "backoffMultiplier": 2,
+                        "retryableStatusCodes": ["UNAVAILABLE"]},
+    }]})
+
+
+def sandbox_error(request: ExecutionRequest, error: str) -> ExecutionResult:
+    return ExecutionResult(id=request.id, verdict=Verdict.SANDBOX_ERROR, error=error, backend="remote")
+
+
+class RemoteExecutor:
+    """Executor over a SandboxService endpoint. Thread-safe; ``close()`` closes the channel."""
+
+    def __init__(self, endpoint: str, *, call_timeout_s: float = 300.0, max_batch: int = 256,
+                 max_message_mb: int = 64, max_attempts: int = 3) -> None:
+        if not endpoint:
+            raise ValueError("endpoint is empty: give the host:port of a `python -m sandbox serve` server")
+        if call_timeout_s <= 0 or max_batch < 1 or max_message_mb < 1 or not 1 <= max_attempts <= 5:
+            raise ValueError("need call_timeout_s > 0, max_batch >= 1, max_message_mb >= 1, 1 <= max_attempts <= 5")
+        self.endpoint = endpoint
+        self.name = f"remote:{endpoint}"
+        self.call_timeout_s = call_timeout_s
+        self.max_batch = max_batch
+        size = max_message_mb * 1024 * 1024
+        self._options: list[tuple[str, Any]] = [
+            ("grpc.max_send_message_length", size),
+            ("grpc.max_receive_message_length", size),
+            ("grpc.service_config", service_config(max_attempts)),
+            ("grpc.enable_retries", 1),
+            ("grpc.keepalive_time_ms", 30_000),
+            ("grpc.keepalive_timeout_ms", 10_000),
+        ]
+        self._lock = threading.Lock()
+        self._channel: grpc.Channel | None = None
+        self._stub: Any = None
+        self._pid = -1
+
+    def _service(self) -> Any:
+        with self._lock:
+            if self._stub is None or self._pid != os.getpid():
+                self._channel = grpc.insecure_channel(self.endpoint, options=self._options)
+                self._stub = sandbox_pb2_grpc.SandboxServiceStub(self._channel)
+                self._pid = os.getpid()
+            return self._stub
+
+    def execute(self, request: ExecutionRequest) -> ExecutionResult:
+        return self.execute_batch([request])[0]
+
+    def execute_batch(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult]:
+        """One ExecuteBatch call per ``max_batch`` requests; results in request order."""
+        results: list[ExecutionResult] = []
+        for start in range(0, len(requests), self.max_batch):
+            results += self._call(requests[start:start + self.max_batch])
+        return results
+
+    def _call(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult]:
+        # Positional ids on the wire: callers' ids may repeat or be empty; results are matched by position.
+        wire = convert.batch_request_to_proto(requests)
+        for i, msg in enumerate(wire.requests):
+            msg.id = str(i)
+        try:
+            response = self._service().ExecuteBatch(wire, timeout=self.call_timeout_s)
+        except grpc.RpcError as exc:
+            code, details = exc.code(), exc.details()
+            if code == grpc.StatusCode.INVALID_ARGUMENT:
+                raise InvalidExecutionRequest(f"sandbox at {self.endpoint} refused the request: {details}") from None
+            logger.warning("sandbox at %s failed a call of %d programs: %s: %s",
+                           self.endpoint, len(requests), code.name, details)
+            return [sandbox_error(r, f"sandbox at {self.endpoint}: {code.name}: {details}") for r in requests]
+        if [r.id for r in response.results] != [str(i) for i in range(len(requests))]:
+            return [sandbox_error(r, f"sandbox at {self.endpoint} answered {len(response.results)} results, "
+                                     f"missing or out of order, for {len(requests)} programs") for r in requests]
+        return [_with_id(convert.result_from_proto(msg), req.id) for msg, req in zip(response.results, requests)]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._channel is not None and self._pid == os.getpid():
+                self._channel.close()
+            self._channel, self._stub = None, None
+
+
+def _with_id(result: ExecutionResult, request_id: str) -> ExecutionResult:
+    return replace(result, id=request_id)

@@ -1,0 +1,398 @@
+"""Process A: the slot's trusted supervisor. Host protocol in, raw reports out.
+
+A is long-lived (one per slot), root inside the sandbox with only CAP_KILL,
+non-dumpable, outside every B's PID namespace. It never runs the program's
+code and never forks it: B's come from the template zygote (zygote.py), whose
+memory holds no request data, so nothing A reads -- check code, other
+rollouts' programs and results -- can end up in a B's address space.
+
+Host protocol on fds 0/1 (framing.py): A writes one ``hello`` frame (isolation
+features + a self-test), then per execution reads one ``execute`` frame and,
+for HumanEval, one ``secret`` frame holding the check code, and writes one
+report frame. The report is raw facts -- what B returned or printed, how it
+ended, which limit it hit; verdicts are decided on the host
+(sandbox/verdict.py), except the HumanEval asserts, which A evaluates itself
+on values it rebuilt from plain data (harness.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+
+from . import check_split, codec, framing, harness, linux
+from .child import Child, Deadline, ForkClient, ZygoteGone, spawn
+from .isolation import Cgroups, SlotInfo, b_config
+
+COMPILE_MEMORY_MB = 2048         # floor for compilers (cc1plus maps a lot of address space)
+CLEANUP_GRACE_S = 1.0
+
+_plan = functools.lru_cache(maxsize=256)(check_split.plan_check)   # A is long-lived: compile each check once
+
+
+def _log(msg: str) -> None:
+    try:
+        os.write(2, f"supervisor: {msg}\n".encode())
+    except OSError:
+        pass
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+class Supervisor:
+    def __init__(self, slot: SlotInfo, cgroups: Cgroups, forks: ForkClient) -> None:
+        self.slot, self.cgroups, self.forks = slot, cgroups, forks
+        self.cleanup = None if slot.pid_ns_per_b else self._after_b
+        self.known_pids = {1, os.getpid()}          # + the zygote's (serve): never B's
+        self.empty_sizes = [os.stat(d).st_size for d in (slot.scratch, "/dev/shm")] if slot.shared_scratch else []
+        self.dirty = ""             # set by _cleanup (container mode): serve() ends the slot after the report
+
+    # -- per execution ---------------------------------------------------------------------------
+    def execute(self, req: dict) -> dict:
+        """One request -> one report. ZygoteGone propagates (the slot is dead)."""
+        t0 = time.monotonic()
+        secret = framing.read_frame(0) if req.get("has_secret") else None   # consumed first, whatever happens
+        try:
+            if self.slot.shared_scratch and int(req["limits"]["scratch_mb"]) != self.slot.scratch_mb:
+                self.forks.request({"op": "resize", "scratch_mb": int(req["limits"]["scratch_mb"])}, expect="resized")
+                self.slot.scratch_mb = int(req["limits"]["scratch_mb"])
+            try:
+                report = _STYLES[req["style"]](self, req, secret)
+            finally:
+                if self.slot.shared_scratch:
+                    self._sweep_slot()
+        except (ZygoteGone, framing.FrameError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a harness bug becomes a harness_error report, not a dead slot
+            _log("execution failed:\n" + traceback.format_exc())
+            return {"v": 1, "status": "harness_error", "error": f"supervisor: {type(exc).__name__}: {exc}"}
+        report.update(v=1, status="ok", harness_s=round(time.monotonic() - t0, 6))
+        return report
+
+    def _spawn(self, forks: ForkClient, role: str, cfg: dict, limits: dict, **kw) -> Child:
+        cap = int(limits["output_bytes"])
+        return spawn(forks, role, cfg, cap=cap, max_frame=max(16 << 20, 4 * cap), cleanup=self.cleanup, **kw)
+
+    def _after_b(self, pid: int) -> None:
+        """B is dead; did it leave processes behind? Then sweep the slot uid (kill(-1) as that uid).
+
+        With namespaces B's scratch, /dev/shm and IPC died with its mount/IPC namespaces, so
+        only processes can outlive it: A kills them itself (it holds CAP_KILL and needs no
+        fork, which a fork bomb filling the pids cgroup would refuse). Without namespaces
+        (container mode) the zygote's sweep also removes files and IPC objects, afterwards.
+        """
+        survivors = self._kill_strays()
+        if not self.slot.namespaces:
+            self._cleanup(pid, os.path.join(self.slot.scratch, str(pid)))
+        elif survivors:
+            self.dirty = f"processes of the slot uid survived: {survivors[:5]}"
+
+    def _sweep_slot(self) -> None:
+        """After an execution (shared-scratch mode): the slot must be as B found it, or be retired.
+
+        Usually scratch and /dev/shm are empty and no process is left: three directory listings.
+        Otherwise the zygote's sweep (container_sweep.py) kills and removes what the slot uid
+        left, and A checks the result itself.
+        """
+        def leftovers() -> list:
+            return os.listdir(self.slot.scratch) + os.listdir("/dev/shm") + self._strays()
+
+        if [os.stat(d).st_size for d in (self.slot.scratch, "/dev/shm")] == self.empty_sizes:
+            return                                   # a tmpfs directory's size counts its entries
+        if leftovers():
+            self._cleanup(0, "")
+            left = leftovers()
+            if left:
+                self.dirty = f"the sweep left {left[:5]}"
+
+    def _strays(self) -> list[int]:
+        """Live processes of the slot uid. Cheap in the common case: the pids cgroup then counts
+        only the zygote, or the slot's PID namespace holds only bwrap's init, A and the zygote."""
+        if self.cgroups.tasks() == 1:
+            return []
+        proc = self.slot.proc
+        unknown = [int(n) for n in os.listdir(proc) if n.isdigit() and int(n) not in self.known_pids]
+        return [pid for pid in unknown if _live_with_uid(proc, pid, self.slot.uid)]
+
+    def _kill_strays(self, budget_s: float = 2.0) -> list[int]:
+        """SIGKILL every live process of the slot uid until none is left; the survivors if any."""
+        deadline = time.monotonic() + budget_s
+        while True:
+            pids = self._strays()
+            if not pids or time.monotonic() > deadline:
+                return pids
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)   # only the slot's processes live in this PID namespace
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.001)
+
+    def _cleanup(self, pid: int, directory: str = "") -> None:
+        reply, _ = self.forks.request({"op": "cleanup", "dir": directory or os.path.join(self.slot.scratch, str(pid))},
+                                      expect="cleaned")
+        if reply.get("dirty"):      # docker backend: something of the slot uid survived the sweep
+            self.dirty = str(reply["dirty"])
+
+    def _process_info(self, child: Child, limits: dict) -> dict:
+        """How B ended and which limit (if any) ended it."""
+        sig = child.signal
+        oom = forks_refused = False
+        if sig is not None or child.exit_code:
+            oom, forks_refused = self.cgroups.limit_events()
+        cpu_limit = max(1, -(-float(limits["cpu_s"]) // 1))
+        if child.killed_for == "wall_time" and sig == signal.SIGKILL:     # not if B died on its own first
+            limit = "wall_time"
+        elif child.killed_for == "output" or child.out_over or child.err_over:
+            limit = "output"
+        elif oom or _memory_error(child):
+            limit = "memory"
+        elif sig == signal.SIGXCPU or (sig == signal.SIGKILL and not child.killed_for
+                                       and child.cpu_s >= 0.5 * cpu_limit):   # hard limit; rusage under-reads
+            limit = "cpu_time"
+        elif sig == signal.SIGXFSZ:
+            limit = "file_size"
+        elif forks_refused:
+            limit = "processes"
+        else:
+            limit = ""
+        return {"exit_code": child.exit_code, "signal": sig, "wall_s": round(child.wall_s, 6),
+                "cpu_s": round(child.cpu_s, 6), "max_rss_kb": child.max_rss_kb, "limit": limit}
+
+    # -- HUMANEVAL and FUNCTION_CALL: one B serves every call ----------------------------------------
+    def functions(self, req: dict, secret: dict | None) -> dict:
+        limits = req["limits"]
+        deadline = time.monotonic() + float(limits["wall_s"])
+        plan = _plan(str((secret or {}).get("check_code", ""))) if req["style"] == "humaneval" else None
+        n = plan.n_cases if plan is not None else len(req.get("cases", []))
+        self.cgroups.set_limits(int(limits["memory_mb"]), int(limits["scratch_mb"]), int(limits["max_processes"]))
+        child = self._spawn(self.forks, "functions", b_config(self.slot, limits), limits, stdin_data=None,
+                            channel=True)
+        remote = harness.Remote(child, deadline)
+        try:
+            child.send_code(req["code"], deadline)
+            load = _load(child, remote)
+        except Deadline:
+            remote.dead = "time limit exceeded"
+            load = {"ok": False, "phase": "exec", "timed_out": True, "detail": "time limit exceeded while loading"}
+        if load["ok"]:
+            names = load.pop("names")
+            if plan is not None:
+                remote.prefetch([(req.get("entry_point", ""), codec.encode(list(a)), codec.encode(dict(k)))
+                                 for a, k in plan.prefetch])
+                cases = harness.run_check(plan, names, req.get("entry_point", ""), remote)
+            else:
+                cases = harness.run_function_calls(req.get("cases", []), req.get("entry_point", ""), remote)
+        else:
+            status = "timeout" if load.get("timed_out") else "error"
+            cases = [{"status": status, "detail": f"program failed to load: {load['detail']}", "wall_s": 0.0}] * n
+        if any(c["status"] == "timeout" for c in cases) or child.killed_for:
+            child.finish(deadline)
+        else:                                    # B exits on EOF; one that lingers is killed, not blamed
+            child.finish(max(deadline, time.monotonic() + CLEANUP_GRACE_S))
+            if child.killed_for == "wall_time":
+                child.killed_for = "cleanup"
+        info = self._process_info(child, limits)
+        if not info["limit"] and any(c.get("exc_type") == "MemoryError" for c in cases):
+            info["limit"] = "memory"
+        return {"load": load, "cases": cases, "process": info, **_output(child)}
+
+    # -- STDIO: one fresh B per case -------------------------------------------------------------
+    def stdio(self, req: dict, secret: dict | None) -> dict:
+        lang = req["language"]
+        if not lang.get("compile"):
+            return self._run_cases(self.forks, req, None)
+        if self.slot.shared_scratch:            # the slot's scratch holds the binary between the steps
+            compiled = self._compile(self.forks, req)
+            if not compiled["ok"]:
+                return {"compile": compiled, "cases": [{"status": "not_run"} for _ in req.get("cases", [])],
+                        "process": None, "stdout": "", "stderr": ""}
+            return self._run_cases(self.forks, req, compiled)
+        reply, fds = self.forks.request({"op": "holder", "scratch_mb": int(req["limits"]["scratch_mb"])},
+                                        expect="holder")
+        holder = ForkClient(socket.socket(fileno=fds[0]))
+        self.forks.ignored.add(int(reply["pid"]))
+        try:
+            compiled = self._compile(holder, req)
+            if not compiled["ok"]:
+                return {"compile": compiled, "cases": [{"status": "not_run"} for _ in req.get("cases", [])],
+                        "process": None, "stdout": "", "stderr": ""}
+            return self._run_cases(holder, req, compiled)
+        finally:
+            holder.close()                       # the holder exits, its mount namespace and tmpfs go with it
+            if not self.slot.namespaces:
+                self._cleanup(0, os.path.join(self.slot.scratch, f"h{reply['pid']}"))
+
+    def _compile(self, forks: ForkClient, req: dict) -> dict:
+        limits, lang = req["limits"], req["language"]
+        memory_mb = max(int(limits["memory_mb"]), COMPILE_MEMORY_MB)
+        self.cgroups.set_limits(memory_mb, int(limits["scratch_mb"]), int(limits["max_processes"]))
+        lim = {**limits, "cpu_s": max(float(limits["cpu_s"]), float(limits["compile_wall_s"]))}
+        cfg = b_config(self.slot, lim, memory_mb=memory_mb, argv=list(lang["compile"]), write_source=True,
+                       source_file=lang["source_file"])
+        deadline = time.monotonic() + float(limits["compile_wall_s"])
+        child = self._spawn(forks, "command", cfg, limits, stdin_data=None, channel=True)
+        try:
+            child.send_code(req["code"], deadline)
+        except Deadline:
+            pass
+        child.finish(deadline)
+        info = self._process_info(child, lim)
+        return {"ok": info["exit_code"] == 0 and not info["limit"], "timed_out": info["limit"] == "wall_time",
+                **info, "stderr": _text(bytes(child.err) + bytes(child.out))[-65536:]}
+
+    def _run_cases(self, forks: ForkClient, req: dict, compiled: dict | None) -> dict:
+        limits, lang, cases_in = req["limits"], req["language"], req.get("cases", [])
+        report: dict = {"compile": compiled, "cases": [], "process": None, "stdout": "", "stderr": ""}
+        self.cgroups.set_limits(int(limits["memory_mb"]), int(limits["scratch_mb"]), int(limits["max_processes"]))
+        fast = bool(lang.get("fast_path")) and compiled is None
+        needs_code = compiled is None
+        if fast:
+            role, cfg = "python_main", b_config(self.slot, limits, source_file=lang["source_file"])
+        else:
+            cfg = b_config(self.slot, limits, argv=list(lang["run"]), write_source=needs_code,
+                           source_file=lang["source_file"])
+            role = "command"
+        deadline = time.monotonic() + float(limits["wall_s"])
+        for case in cases_in:
+            if time.monotonic() >= deadline:
+                report["cases"].append({"status": "timeout"})
+                continue
+            child = self._spawn(forks, role, cfg, limits, stdin_data=str(case.get("stdin", "")).encode("utf-8"),
+                                channel=needs_code)
+            try:
+                if needs_code:
+                    child.send_code(req["code"], deadline)
+                if fast and _python_syntax_error(child, deadline, report):
+                    report["cases"] += [{"status": "not_run"}] * (len(cases_in) - len(report["cases"]))
+                    return report
+            except Deadline:
+                pass
+            child.finish(deadline)
+            info = self._process_info(child, limits)
+            report["cases"].append({"status": "timeout" if info["limit"] == "wall_time" else "exited",
+                                    **info, **_output(child)})
+            report["process"] = info
+        return report
+
+
+_STYLES = {"humaneval": Supervisor.functions, "function_call": Supervisor.functions, "stdio": Supervisor.stdio}
+
+
+def _live_with_uid(proc: str, pid: int, uid: int | None) -> bool:
+    """Is ``pid`` alive (not a zombie) with ``uid`` among its real/effective/saved/fs uids?"""
+    try:
+        with open(f"{proc}/{pid}/status", "rb") as f:
+            status = f.read(4096)
+    except OSError:
+        return False                                # gone meanwhile
+    state = uids = b""
+    for line in status.splitlines():
+        if line.startswith(b"State:"):
+            state = line[6:].strip()
+        elif line.startswith(b"Uid:"):
+            uids = line[4:]
+            break
+    return not state.startswith((b"Z", b"X")) and str(uid).encode() in uids.split()
+
+
+def _memory_error(child: Child) -> bool:
+    tail = bytes(child.err[-400:])
+    return b"\nMemoryError" in b"\n" + tail or b"std::bad_alloc" in tail
+
+
+def _output(child: Child) -> dict:
+    return {"stdout": _text(child.out), "stderr": _text(child.err),
+            "stdout_truncated": child.out_over, "stderr_truncated": child.err_over}
+
+
+def _load(child: Child, remote: harness.Remote) -> dict:
+    """B's first message: ready (with its names) or why loading the program failed. Raises Deadline."""
+    try:
+        first = child.recv(remote.deadline)
+    except ValueError as exc:                    # FrameError
+        first = {"op": "?", "detail": str(exc)}
+    if first is None:
+        remote.dead = harness.death_reason(child)
+        return {"ok": False, "phase": "exec", "exc_type": "", "detail": remote.dead}
+    if first.get("op") == "ready":
+        return {"ok": True, "names": first.get("names")}
+    if first.get("op") == "load_error":
+        remote.dead = "program failed to load"
+        exc_type = str(first.get("exc_type", ""))[:200]
+        return {"ok": False, "phase": "compile" if first.get("phase") == "compile" else "exec",
+                "exc_type": exc_type, "detail": f"{exc_type}: {str(first.get('detail', ''))[:2000]}"}
+    child.kill("protocol")
+    remote.dead = "program broke the call protocol"
+    return {"ok": False, "phase": "exec", "exc_type": "", "detail": remote.dead}
+
+
+def _python_syntax_error(child: Child, deadline: float, report: dict) -> bool:
+    """B compiles before running anything, then closes its channel; a message means a syntax error."""
+    try:
+        msg = child.recv(deadline)
+    except ValueError:
+        return False
+    if msg is None or msg.get("op") != "compile_error":
+        return False
+    child.finish(deadline)
+    report["compile"] = {"ok": False, "exit_code": 1, "signal": None, "timed_out": False, "limit": "",
+                         "wall_s": round(child.wall_s, 6), "stderr": str(msg.get("traceback", ""))[:65536]}
+    return True
+
+
+_SELFTEST = {"op": "execute", "style": "function_call", "code": "def f(x):\n    return x + 1\n", "entry_point": "f",
+             "cases": [{"args": [41], "kwargs": {"dict": []}}],
+             "language": {"name": "python", "source_file": "main.py", "compile": [], "run": [], "fast_path": True},
+             "limits": {"wall_s": 10, "cpu_s": 10, "memory_mb": 512, "max_processes": 32, "file_size_mb": 1,
+                        "scratch_mb": 8, "open_files": 64, "output_bytes": 4096, "compile_wall_s": 10}}
+
+
+def serve(slot: SlotInfo, cgroups: Cgroups, zsock: socket.socket, zygote_pid: int) -> int:
+    """A's main loop (see the module docstring). Returns the process exit status."""
+    linux.set_capabilities((linux.CAP_KILL,))       # all A does with privilege is kill B
+    sup = Supervisor(slot, cgroups, ForkClient(zsock))
+    sup.known_pids.add(zygote_pid)
+    try:
+        report = sup.execute(dict(_SELFTEST))
+        case = (report.get("cases") or [{}])[0]
+        selftest = "ok" if case.get("value") == 42 else str(report.get("error") or report.get("stderr")
+                                                            or case.get("detail") or report)[:2000]
+    except ZygoteGone as exc:
+        selftest = f"the template zygote died: {exc}"
+    hello = {"op": "hello", "v": 1, "pid": os.getpid(), "python": sys.version.split()[0], "selftest": selftest,
+             **slot.describe(), **cgroups.enabled}
+    framing.write_all(1, framing.pack(hello))
+    while True:
+        try:
+            req = framing.read_frame(0)
+        except (framing.FrameError, OSError) as exc:
+            _log(f"bad request stream ({exc}); exiting")
+            return 1
+        if req is None:
+            return 0
+        if req.get("op") == "ping":
+            framing.write_all(1, framing.pack({"op": "pong"}))
+            continue
+        if req.get("op") != "execute":
+            framing.write_all(1, framing.pack({"v": 1, "status": "harness_error", "error": "unknown op"}))
+            continue
+        try:
+            report = sup.execute(req)
+        except (ZygoteGone, framing.FrameError) as exc:
+            framing.write_all(1, framing.pack({"v": 1, "status": "harness_error", "error": f"slot broken: {exc}"}))
+            _log(f"exiting: {exc}")
+            return 1
+        if sup.dirty:
+            report["retire"] = sup.dirty[:2000]     # tells the host to replace this slot now
+        framing.write_all(1, framing.pack(report))
+        if sup.dirty:               # container mode: fail closed, the host replaces this container
+            _log(f"exiting: the slot is dirty after the sweep: {sup.dirty}")
+            return 3

@@ -1,0 +1,319 @@
+"""Process B: confine ourselves, receive the program, run it.
+
+B is forked by the template zygote (zygote.py), which has never seen a request,
+so B starts with no data from any execution -- its own or anyone else's. It
+gets the program over its call channel from the supervisor A *after* it has
+dropped its privileges. Every entry point ends in ``os._exit``.
+
+:func:`confine` gives up privileges in an order that matters. Some steps are
+done for B by the zygote, where they cost no copy-on-write page faults: a new
+IPC namespace (SysV objects and POSIX queues die with B), ``oom_score_adj``
+1000 (the OOM killer takes B, never the zygote), no_new_privs and an empty
+capability bounding set, and -- when B has a call channel, i.e. cannot run its
+program before A sends it -- the rlimits, by prlimit. B itself then:
+
+1. (no-setuid mode only) new mount/UTS namespaces with its own tmpfs scratch,
+   /dev/shm and /proc, as PID 1 of its own PID namespace. Otherwise the slot's
+   scratch tmpfs, /dev/shm and a ``hidepid=2`` /proc (B sees only its own
+   uid's processes, not A, the zygote or bwrap) were set up once by the zygote
+   and are swept and checked after every execution (isolation.py);
+2. puts its pipes on fds 0/1/2 (+3, the call channel) and closes every other fd;
+3. rlimits (CPU, address space, processes, file size, open files, no core),
+   unless the zygote set them;
+4. setgroups([]), setresgid/setresuid to the slot's unprivileged uid (which
+   empties every capability set), or, without a uid of its own, capset to none;
+5. cwd = scratch (the environment was scrubbed once, in the zygote).
+
+What B sends A is untrusted input to A: A decodes it strictly (codec.py) and
+never executes it. B's stdout/stderr are only captured bytes.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import resource
+import signal
+import sys
+import traceback
+import types
+from typing import Any, NoReturn
+
+from . import codec, framing, linux
+
+CHAN_FD = 3
+SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+_MB = 1024 * 1024
+
+
+def confine(cfg: dict, fds: list[int], has_chan: bool) -> None:
+    """Everything between fork and the first byte of the program. Raises OSError on failure.
+
+    Written for few page faults: every Python object B touches costs a copy-on-write
+    fault (~5 us here), so the steps use os-level calls and objects prepared in the zygote.
+    """
+    scratch = cfg["scratch"]
+    if cfg["namespaces"] and not cfg["pid1"]:
+        pass                                  # the zygote forked us into a new IPC namespace already
+    elif cfg["namespaces"]:                   # no uid of its own: B gets a private mount namespace too
+        linux.unshare(linux.CLONE_NEWNS | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS)
+        flags = linux.MS_NOSUID | linux.MS_NODEV
+        size = f"size={int(cfg['scratch_mb'])}m"
+        if cfg["own_scratch"]:
+            linux.mount("tmpfs", scratch, "tmpfs", flags,
+                        f"{size},nr_inodes=16384,mode=0700,uid={cfg['owner']},gid={cfg['owner']}")
+        linux.mount("tmpfs", "/dev/shm", "tmpfs", flags | linux.MS_NOEXEC, f"{size},mode=1777")
+        linux.mount("proc", "/proc", "proc", flags | linux.MS_NOEXEC)    # PID 1 here: shows only B's tree
+    elif cfg["own_scratch"]:
+        scratch = f"{scratch}/{os.getpid()}"
+        os.mkdir(scratch, 0o700)
+        os.chown(scratch, cfg["owner"], cfg["owner"])
+    os.dup2(fds[0], 0)
+    os.dup2(fds[1], 1)
+    os.dup2(fds[2], 2)
+    if has_chan:
+        os.dup2(fds[3], CHAN_FD, inheritable=False)
+    os.closerange(CHAN_FD + 1 if has_chan else CHAN_FD, 1 << 20)
+    if not cfg.get("rlimits_set"):            # else the zygote set them (prlimit) before A sends the code
+        for which, value in rlimits(cfg):
+            resource.setrlimit(which, (value[0], value[1]))
+    uid = cfg["uid"]
+    if uid is not None:
+        os.setgroups(())
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)           # from 0 to non-0: the kernel empties every capability set
+    else:
+        linux.clear_capabilities()
+    os.chdir(scratch)                          # (no_new_privs: set once in the zygote, inherited)
+    if scratch != cfg["scratch"]:
+        os.environ["HOME"] = os.environ["TMPDIR"] = scratch
+
+
+def scrub_environment(scratch: str) -> None:
+    """Once, in the zygote: the environment every B inherits (bwrap/docker already cleared it)."""
+    os.environ.clear()
+    os.environ.update(SAFE_ENV, HOME=scratch, TMPDIR=scratch)
+
+
+def rlimits(cfg: dict) -> list[tuple[int, tuple[int, int]]]:
+    """B's rlimits as (resource, (soft, hard)): set by B itself, or by the zygote with prlimit."""
+    lim = cfg["limits"]
+    cpu = max(1, int(-(-float(lim["cpu_s"]) // 1)))     # ceil: SIGXCPU at the limit, SIGKILL a second later
+    out = [(resource.RLIMIT_CPU, (cpu, cpu if cfg["pid1"] else cpu + 1)),   # PID 1 would ignore SIGXCPU
+           (resource.RLIMIT_FSIZE, (int(lim["file_size_mb"]) * _MB,) * 2),
+           (resource.RLIMIT_NOFILE, (int(lim["open_files"]),) * 2),
+           (resource.RLIMIT_CORE, (0, 0)),
+           (resource.RLIMIT_AS, (int(cfg.get("memory_mb") or lim["memory_mb"]) * _MB,) * 2)]
+    if cfg["rlimit_nproc"]:
+        out.append((resource.RLIMIT_NPROC, (int(lim["max_processes"]),) * 2))
+    return out
+
+
+def main(role: str, cfg: dict, fds: list[int]) -> NoReturn:
+    """Entry point in the freshly forked child of the zygote. Never returns."""
+    code = 121
+    try:
+        confine(cfg, fds, has_chan=len(fds) > 3)
+        code = 122
+        _ROLES[role](cfg)
+    except BaseException as exc:  # noqa: BLE001 - B must never return into the zygote's loop
+        try:
+            os.write(2, f"sandbox: {type(exc).__name__}: {exc}\n".encode())
+        except OSError:
+            pass
+    os._exit(code)
+
+
+def _stdio_objects() -> tuple:
+    return (io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8",
+                             errors="replace"),
+            io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8",
+                             errors="backslashreplace"),
+            io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8",
+                             errors="backslashreplace", line_buffering=True))
+
+
+# Built in the zygote, never used there: in B, fds 0/1/2 are B's own pipes by the time these are.
+_STDIO = _stdio_objects()
+_ORIGINAL_STDIO = (sys.stdin, sys.stdout, sys.stderr)   # kept alive: deallocating them in B costs faults
+
+
+def _fresh_stdio() -> None:
+    """sys.std* over B's fds 0/1/2 (the inherited sys.std* belong to the zygote)."""
+    sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__ = _STDIO
+
+
+def _exit(code: int) -> NoReturn:
+    for stream in (getattr(sys, "stdout", None), getattr(sys, "stderr", None)):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - the program may have closed or replaced it
+            pass
+    os._exit(code)
+
+
+def _send(obj: dict) -> None:
+    framing.write_all(CHAN_FD, framing.pack(obj))
+
+
+def _receive_code() -> str:
+    """The program's source: the first frame on the channel, raw UTF-8 (no JSON: fewer objects, fewer faults)."""
+    header = framing.read_exact(CHAN_FD, framing.HEADER.size)
+    if header is None:
+        os._exit(123)
+    body = framing.read_exact(CHAN_FD, framing.HEADER.unpack(header)[0])
+    return (body or b"").decode("utf-8", "surrogatepass")
+
+
+def _exc_info(exc: BaseException) -> dict:
+    t = type(exc)
+    try:
+        detail = str(exc)[:2000]
+    except Exception:  # noqa: BLE001 - a hostile __str__
+        detail = "<unprintable>"
+    return {"exc_type": t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}",
+            "builtin": t.__module__ == "builtins", "detail": detail}
+
+
+def _prepare_python() -> None:
+    _fresh_stdio()                     # random is reseeded by Python itself after fork
+
+
+def run_functions(cfg: dict) -> NoReturn:
+    """HUMANEVAL / FUNCTION_CALL: load the module, announce its names, serve calls until EOF."""
+    source = _receive_code()
+    _prepare_python()
+    try:
+        code = compile(source, "solution.py", "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        _send({"op": "load_error", "phase": "compile", **_exc_info(exc)})
+        _exit(1)
+    module = {"__name__": "solution", "__builtins__": builtins}
+    try:
+        exec(code, module)
+    except BaseException as exc:  # noqa: BLE001 - B reports anything, incl. SystemExit, then exits
+        _send({"op": "load_error", "phase": "exec", **_exc_info(exc)})
+        _exit(1)
+    _send({"op": "ready", "names": _describe(module)})
+    reader = framing.FrameReader()
+    while True:                                  # calls may arrive several at once (pipelining); each
+        msg = reader.pop()                       # reply goes out at once: a later call may never end
+        if msg is None:
+            data = os.read(CHAN_FD, 1 << 16)
+            if not data:
+                _exit(0)
+            reader.feed(data)
+            continue
+        _send(_serve_call(module, msg))
+
+
+def _describe(module: dict) -> dict:
+    """Top-level names A may expose to the check code: callables, modules, small plain values."""
+    out: dict[str, Any] = {}
+    for name, value in list(module.items()):
+        if type(name) is not str or name.startswith("__"):
+            continue
+        if type(value) is types.ModuleType:
+            mod_name = getattr(value, "__name__", None)
+            if type(mod_name) is str:
+                out[name] = {"module": mod_name}
+        elif callable(value):
+            out[name] = {"callable": True}
+        else:
+            try:
+                enc = codec.encode(value)
+            except (codec.Unserializable, RecursionError):
+                continue
+            if len(codec.dumps_json(enc)) <= 65536:
+                out[name] = {"value": enc}
+    return out
+
+
+def _resolve(module: dict, name: str) -> Any:
+    """``name``, ``Class.method`` (on a fresh instance) or a LeetCode-style ``Solution().name``."""
+    head, _, rest = name.partition(".")
+    if head in module and not rest:
+        return module[head]
+    if rest:
+        obj = module[head]
+        return getattr(obj() if isinstance(obj, type) else obj, rest)
+    sol = module.get("Solution")
+    if isinstance(sol, type) and hasattr(sol, name):
+        return getattr(sol(), name)
+    raise NameError(f"name {name!r} is not defined")
+
+
+def _serve_call(module: dict, msg: dict) -> dict:
+    try:
+        fn = _resolve(module, str(msg.get("fn", "")))
+        args = codec.decode(msg.get("args", []))
+        kwargs = codec.decode(msg.get("kwargs", {"dict": []}))
+        result = fn(*args, **{str(k): v for k, v in kwargs.items()})
+    except BaseException as exc:  # noqa: BLE001 - the program's exceptions (and SystemExit) are data here
+        return {"op": "raised", **_exc_info(exc)}
+    try:
+        return {"op": "return", "value": codec.encode(result)}
+    except codec.Unserializable as exc:
+        return {"op": "unserializable", "type": str(exc)}
+    except RecursionError:
+        return {"op": "unserializable", "type": "a structure nested too deeply"}
+
+
+def run_python_main(cfg: dict) -> NoReturn:
+    """STDIO fast path: the program as ``__main__`` in this warm interpreter, stdin on fd 0."""
+    source = _receive_code()
+    _prepare_python()
+    try:
+        code = compile(source, cfg.get("source_file", "main.py"), "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        _send({"op": "compile_error", **_exc_info(exc),
+               "traceback": "".join(traceback.format_exception_only(type(exc), exc))[-4000:]})
+        _exit(1)
+    os.close(CHAN_FD)                 # from here on the program runs: it gets no channel to A
+    sys.argv = [cfg.get("source_file", "main.py")]
+    module = {"__name__": "__main__", "__builtins__": builtins, "__file__": sys.argv[0]}
+    status = 0
+    try:
+        exec(code, module)
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+    except BaseException:  # noqa: BLE001 - print the program's traceback like python would
+        try:
+            traceback.print_exc()
+        except Exception:  # noqa: BLE001
+            pass
+        status = 1
+    _exit(status)
+
+
+def _exit_status(code: Any) -> int:
+    if code is None:
+        return 0
+    if type(code) is int:
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:  # noqa: BLE001
+        pass
+    return 1
+
+
+def run_command(cfg: dict) -> NoReturn:
+    """Compiled / non-fast-path languages: optionally receive and write the source, then exec argv."""
+    argv = [str(a) for a in cfg["argv"]]
+    try:
+        if cfg.get("write_source"):
+            source = _receive_code()
+            os.close(CHAN_FD)
+            with open(cfg["source_file"], "w", encoding="utf-8") as f:
+                f.write(source)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)          # Python ignores these; exec'd programs must not
+        os.execvpe(argv[0], argv, dict(os.environ))
+    except OSError as exc:
+        os.write(2, f"cannot run {argv[0]!r}: {exc}\n".encode())
+    os._exit(127)
+
+
+_ROLES = {"functions": run_functions, "python_main": run_python_main, "command": run_command}

@@ -1,0 +1,169 @@
+"""The sandbox server: ``create_server`` builds and starts one (tests use port 0); ``serve`` runs it.
+
+    python -m sandbox serve --port 50053 --workers 8 --backend process
+
+Start order matters: the executor (and its sandbox processes: bwrap zygotes or
+containers) exists before the gRPC server, so nothing is ever forked from a
+threaded gRPC process. Health (``grpc.health.v1``) answers SERVING for "" and
+``reward.v1.SandboxService`` once the server is up, NOT_SERVING while draining;
+server reflection is on, so ``grpcurl -plaintext localhost:50053 list`` works.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from concurrent import futures
+from dataclasses import asdict, dataclass, field
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from reward.v1 import sandbox_pb2, sandbox_pb2_grpc
+from reward_service.grpc_common import server_options
+from sandbox.execution import Executor, Limits
+from sandbox.languages import Language, load_languages
+from sandbox.servicer import RequestLimits, SandboxServicer
+
+logger = logging.getLogger(__name__)
+
+SERVICE_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["SandboxService"].full_name
+BACKENDS = ("process", "docker")
+
+
+def available_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class SandboxServerConfig:
+    """Everything ``python -m sandbox serve`` needs; built from CLI flags (see cli.py)."""
+
+    host: str = field(default="127.0.0.1", metadata={"help": "address to bind (0.0.0.0 for all)"})
+    port: int = field(default=50053, metadata={"help": "port to bind; 0 picks a free one"})
+    backend: str = field(default="process", metadata={"help": "process (bwrap sandboxes) or docker (containers)"})
+    workers: int = field(default=0, metadata={"help": "programs run at once (sandbox slots); 0: the CPUs available"})
+    languages: str = field(default="", metadata={"help": "YAML file of extra languages (see sandbox/languages.py)"})
+    max_batch: int = field(default=1024, metadata={"help": "programs per ExecuteBatch call; more: INVALID_ARGUMENT"})
+    max_queue: int = field(default=10_000, metadata={"help": "programs queued or running before RESOURCE_EXHAUSTED"})
+    max_wall_s: float = field(default=60.0, metadata={"help": "largest wall/CPU limit a request may ask"})
+    max_compile_s: float = field(default=120.0, metadata={"help": "largest compile limit a request may ask"})
+    max_memory_mb: int = field(default=4096, metadata={"help": "largest memory/scratch limit a request may ask"})
+    max_message_mb: int = field(default=64, metadata={"help": "largest request/response message"})
+    server_threads: int = field(default=32, metadata={"help": "gRPC handler threads (concurrent calls)"})
+    grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in 0..65535, got {self.port}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.workers < 0:
+            raise ValueError(f"workers must be >= 0 (0: one per available CPU), got {self.workers}")
+        if min(self.max_batch, self.max_queue, self.max_memory_mb, self.max_message_mb, self.server_threads) < 1:
+            raise ValueError("max_batch, max_queue, max_memory_mb, max_message_mb and server_threads must be >= 1")
+        if self.grace_s < 0:
+            raise ValueError(f"grace_s must be >= 0, got {self.grace_s}")
+        defaults = Limits()  # a request that leaves its limits unset gets these: the caps must allow them
+        for cap, value, name in ((self.max_wall_s, max(defaults.wall_s, defaults.cpu_s), "max_wall_s"),
+                                 (self.max_compile_s, defaults.compile_wall_s, "max_compile_s"),
+                                 (self.max_memory_mb, max(defaults.memory_mb, defaults.scratch_mb), "max_memory_mb")):
+            if not cap >= value:
+                raise ValueError(f"{name} must be at least the default limit {value:g}, got {cap:g}")
+
+    @property
+    def concurrency(self) -> int:
+        return self.workers or available_cpus()
+
+    def request_limits(self) -> RequestLimits:
+        return RequestLimits(max_batch=self.max_batch, max_queue=self.max_queue, max_wall_s=self.max_wall_s,
+                             max_compile_s=self.max_compile_s, max_memory_mb=self.max_memory_mb)
+
+    def language_table(self) -> dict[str, Language]:
+        return load_languages(self.languages or None)
+
+
+class SandboxServer:
+    """A started server: ``port`` is the bound port; ``stop()`` drains and shuts down."""
+
+    def __init__(self, config: SandboxServerConfig, executor: Executor, languages: dict[str, Language],
+                 owns_executor: bool) -> None:
+        self.config = config
+        self.executor = executor
+        self._owns_executor = owns_executor
+        self.servicer = SandboxServicer(executor, languages, config.request_limits(), config.concurrency)
+        self.health = health.HealthServicer()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.server_threads,
+                                                             thread_name_prefix="sandbox-grpc"),
+                                  options=server_options(config.max_message_mb))
+        sandbox_pb2_grpc.add_SandboxServiceServicer_to_server(self.servicer, self.server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
+        try:
+            self.port = self.server.add_insecure_port(f"{config.host}:{config.port}")
+        except RuntimeError as exc:
+            self.servicer.close()
+            raise OSError(f"could not bind {config.host}:{config.port}: {exc}") from exc
+        if self.port == 0:
+            self.servicer.close()
+            raise OSError(f"could not bind {config.host}:{config.port}")
+        self.server.start()
+        for name in ("", SERVICE_NAME):
+            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    @property
+    def address(self) -> str:
+        return f"{self.config.host}:{self.port}"
+
+    def begin_drain(self) -> None:
+        """Reports NOT_SERVING and answers new calls UNAVAILABLE (calls already running finish)."""
+        self.servicer.draining.set()
+        self.health.enter_graceful_shutdown()
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """Drains (see ``begin_drain``), then stops: in-flight calls get ``grace_s``; closes the sandbox."""
+        self.begin_drain()
+        self.server.stop(self.config.grace_s if grace_s is None else grace_s).wait()
+        self.servicer.close()
+        if self._owns_executor:
+            self.executor.close()
+
+    def wait(self) -> None:
+        self.server.wait_for_termination()
+
+
+def create_server(config: SandboxServerConfig, executor: Executor | None = None) -> SandboxServer:
+    """Builds and starts a server, creating its executor first (unless one is given, which it won't close)."""
+    languages = config.language_table()
+    owns = executor is None
+    if executor is None:
+        from sandbox.factory import create_executor
+
+        executor = create_executor(config.backend, concurrency=config.concurrency, languages=languages)
+    try:
+        return SandboxServer(config, executor, languages, owns)
+    except (OSError, RuntimeError):
+        if owns:
+            executor.close()
+        raise
+
+
+def serve(config: SandboxServerConfig) -> None:
+    """Runs until SIGTERM/SIGINT, then drains gracefully."""
+    logger.info("starting sandbox server with config %s", asdict(config))
+    server = create_server(config)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    logger.info("sandbox server listening on %s: %s backend, %d programs at once, languages %s",
+                server.address, config.backend, config.concurrency, sorted(config.language_table()))
+    stop.wait()
+    logger.info("draining (grace %.1fs)", config.grace_s)
+    server.stop()
+    logger.info("stopped")

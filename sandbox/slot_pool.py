@@ -1,0 +1,206 @@
+"""N sandbox slots behind one thread-safe executor: dispatch, ordering, restarts.
+
+A *slot* is one started sandbox (a bwrap process or a container) running a
+zygote. A backend gives :class:`SlotPool` a ``start_slot(index) -> SlotHandle``
+callback and nothing else; the pool owns the rest:
+
+* dispatch -- ``execute`` takes a free slot (blocking while all are busy), so
+  any number of threads may call it; ``execute_batch`` runs up to ``size``
+  requests at once and returns results in input order;
+* failure -- a dead, stuck (host deadline) or incoherent slot makes that
+  execution SANDBOX_ERROR (never a pass, never an exception), the slot is
+  killed, and a replacement is started in the background;
+* spawning -- every ``start_slot`` call runs on one long-lived thread, because
+  ``bwrap --die-with-parent`` (PR_SET_PDEATHSIG) fires when the *thread* that
+  forked it exits, not the process: a slot started from a short-lived worker
+  thread would die with that thread.
+
+Both backends use it: ``ProcessExecutor`` (process_backend.py) and the docker
+backend supply different ``start_slot`` callbacks.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from sandbox.execution import ExecutionRequest, ExecutionResult, SandboxUnavailable
+from sandbox.languages import Language
+from sandbox.verdict import build_result, sandbox_error
+from sandbox.zygote_client import SlotHandle, ZygoteClient, ZygoteError, build_wire, validate_request
+
+log = logging.getLogger(__name__)
+
+SlotStarter = Callable[[int], SlotHandle]
+
+
+@dataclass
+class PoolStats:
+    executions: int = 0
+    sandbox_errors: int = 0
+    restarts: int = 0
+
+
+@dataclass
+class _Slot:
+    index: int
+    handle: SlotHandle | None = None
+    client: ZygoteClient | None = None
+    hello: dict = field(default_factory=dict)
+    pending: concurrent.futures.Future | None = None
+
+
+class SlotPool:
+    """``size`` slots started by ``start_slot``; implements the Executor protocol's methods."""
+
+    def __init__(self, size: int, start_slot: SlotStarter, *, backend: str,
+                 languages: Mapping[str, Language] | None = None, start_timeout_s: float = 60.0) -> None:
+        if size < 1:
+            raise ValueError(f"concurrency must be >= 1, got {size}")
+        self.size = size
+        self.backend = backend
+        self.languages = languages
+        self.start_timeout_s = start_timeout_s
+        self.stats = PoolStats()
+        self._start_slot = start_slot
+        self._lock = threading.Lock()
+        self._closed = False
+        self._spawner = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"{backend}-spawner")
+        self._restarter = concurrent.futures.ThreadPoolExecutor(size, thread_name_prefix=f"{backend}-restart")
+        self._batch = concurrent.futures.ThreadPoolExecutor(size, thread_name_prefix=f"{backend}-batch")
+        self._slots = [_Slot(i) for i in range(size)]
+        self._free: queue.Queue[_Slot] = queue.Queue()
+        starts = [self._restarter.submit(self._start, slot) for slot in self._slots]
+        errors = [f.exception() for f in starts if f.exception() is not None]
+        if errors:
+            self.close()
+            raise SandboxUnavailable(f"{backend} sandbox could not start: {errors[0]}") from errors[0]
+        for slot in self._slots:
+            self._free.put(slot)
+
+    @property
+    def hellos(self) -> list[dict]:
+        """Each slot's start-up frame (isolation features, self-test), for logs and tests."""
+        return [dict(s.hello) for s in self._slots]
+
+    # -- slot life cycle -------------------------------------------------------------------------
+    def _start(self, slot: _Slot) -> None:
+        handle = self._spawner.submit(self._start_slot, slot.index).result()
+        client = ZygoteClient(handle.transport)
+        try:
+            hello = client.hello(time.monotonic() + self.start_timeout_s)
+        except ZygoteError as exc:
+            handle.kill()
+            raise SandboxUnavailable(f"slot {slot.index} ({handle.description}) did not start: {exc}") from None
+        if hello.get("selftest") != "ok":
+            handle.kill()
+            raise SandboxUnavailable(f"slot {slot.index} failed its self-test: {hello.get('selftest')}")
+        slot.handle, slot.client, slot.hello = handle, client, hello
+
+    def _kill(self, slot: _Slot) -> None:
+        handle, slot.handle, slot.client = slot.handle, None, None
+        if handle is not None:
+            try:
+                handle.kill()
+            except Exception:  # noqa: BLE001 - killing is best effort; the slot is replaced anyway
+                log.exception("killing slot %d failed", slot.index)
+
+    def _restart_later(self, slot: _Slot) -> None:
+        self._kill(slot)
+        with self._lock:
+            self.stats.restarts += 1
+            if not self._closed:
+                slot.pending = self._restarter.submit(self._start, slot)
+
+    def _ready(self, slot: _Slot) -> str:
+        """Make sure the slot has a live zygote; "" or why it has none."""
+        if slot.pending is not None:
+            future, slot.pending = slot.pending, None
+            try:
+                future.result()
+            except Exception as exc:  # noqa: BLE001 - reported as this execution's SANDBOX_ERROR
+                return str(exc)
+        if slot.handle is not None and slot.handle.alive is not None and not slot.handle.alive():
+            # (hook for the docker backend, see SlotHandle.alive) ended while idle: replace it now
+            log.warning("slot %d (%s) ended between executions; restarting it", slot.index, slot.handle.description)
+            self._kill(slot)
+            with self._lock:
+                self.stats.restarts += 1
+        if slot.client is None:
+            try:
+                self._start(slot)
+            except Exception as exc:  # noqa: BLE001 - e.g. bwrap vanished; try again next time
+                return str(exc)
+        return ""
+
+    # -- executing -------------------------------------------------------------------------------
+    def execute(self, request: ExecutionRequest) -> ExecutionResult:
+        """Run one request on a free slot. InvalidExecutionRequest before running; never raises after."""
+        language = validate_request(request, self.languages)
+        wire = build_wire(request, language)
+        if self._closed:
+            return sandbox_error(request, "executor is closed", self.backend)
+        slot = self._free.get()
+        try:
+            return self._run(slot, request, wire)
+        finally:
+            self._free.put(slot)
+
+    def _run(self, slot: _Slot, request: ExecutionRequest, wire) -> ExecutionResult:
+        t0 = time.monotonic()
+        why = self._ready(slot)
+        if why:
+            self._count(error=True)
+            return sandbox_error(request, f"sandbox unavailable: {why}", self.backend)
+        try:
+            if slot.handle.prepare is not None:    # hook for the docker backend, see SlotHandle.prepare
+                slot.handle.prepare(request)
+            report = slot.client.execute(wire, time.monotonic() + wire.host_timeout_s)
+        except ZygoteError as exc:
+            log.warning("slot %d failed (%s); restarting it", slot.index, exc)
+            self._restart_later(slot)
+            self._count(error=True)
+            return sandbox_error(request, f"sandbox failed: {exc}", self.backend, wall_s=time.monotonic() - t0)
+        result = build_result(request, report, wire.n_cases, self.backend)
+        if report.get("status") != "ok" or report.get("retire"):
+            log.warning("slot %d is retiring (%s); restarting it", slot.index,
+                        report.get("retire") or report.get("error"))
+            self._restart_later(slot)
+        self._count(error=not result.verdict.is_verdict_on_code)
+        return result
+
+    def _count(self, error: bool) -> None:
+        with self._lock:
+            self.stats.executions += 1
+            self.stats.sandbox_errors += int(error)
+
+    def execute_batch(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult]:
+        """Up to ``size`` at once; results in input order. Every request is validated before any runs."""
+        requests = list(requests)
+        for request in requests:
+            validate_request(request, self.languages)
+        if len(requests) <= 1:
+            return [self.execute(r) for r in requests]
+        return list(self._batch.map(self.execute, requests))
+
+    def close(self) -> None:
+        """Kill every slot. In-flight executions end as SANDBOX_ERROR. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for slot in self._slots:
+            if slot.pending is not None:
+                slot.pending.cancel()
+                try:
+                    slot.pending.result(timeout=self.start_timeout_s)
+                except Exception:  # noqa: BLE001 - cancelled or failed: nothing to keep
+                    pass
+            self._kill(slot)
+        for pool in (self._batch, self._restarter, self._spawner):
+            pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,234 @@
+"""Raw report + request -> ExecutionResult: the host-side pass/fail decision (pure).
+
+The report comes from the trusted supervisor A (sandbox/runtime/supervisor.py)
+but is still parsed defensively: a field of the wrong type, an unknown status,
+or a case count that differs from what the host computed from the request
+makes the whole result SANDBOX_ERROR -- never a pass. Expected outputs only
+exist here: STDIO stdout is compared with :mod:`sandbox.output_compare`,
+FUNCTION_CALL return values (decoded strictly from the codec) with
+:mod:`sandbox.value_compare`. HUMANEVAL asserts were evaluated by A on values
+it rebuilt from plain data, so a case passes only on A's explicit "passed".
+
+Verdict order, first match wins: SANDBOX_ERROR (harness failure or bad
+report) > COMPILE_ERROR > TIMEOUT (a case timed out, or a wall/CPU limit) >
+MEMORY_LIMIT > OUTPUT_LIMIT (output or file size) > RUNTIME_ERROR (a case
+raised, crashed, exited non-zero, or hit the process limit) > WRONG_ANSWER >
+ACCEPTED, which needs every case PASSED and no limit hit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sandbox.execution import (
+    CaseOutcome,
+    ExecutionRequest,
+    ExecutionResult,
+    LimitHit,
+    TestResult,
+    TestStyle,
+    Verdict,
+)
+from sandbox.output_compare import describe_mismatch as describe_output_mismatch
+from sandbox.output_compare import outputs_match
+from sandbox.runtime import codec
+from sandbox.value_compare import describe_mismatch as describe_value_mismatch
+from sandbox.value_compare import values_equal
+
+_LIMITS = {h.value: h for h in LimitHit if h is not LimitHit.NONE}
+_LIMIT_PRIORITY = (LimitHit.WALL_TIME, LimitHit.CPU_TIME, LimitHit.MEMORY, LimitHit.OUTPUT, LimitHit.FILE_SIZE,
+                   LimitHit.PROCESSES)
+_LIMIT_TEXT = {LimitHit.WALL_TIME: "wall-clock limit exceeded", LimitHit.CPU_TIME: "CPU time limit exceeded",
+               LimitHit.MEMORY: "memory limit exceeded", LimitHit.OUTPUT: "output limit exceeded",
+               LimitHit.FILE_SIZE: "file size limit exceeded", LimitHit.PROCESSES: "process limit hit"}
+
+
+class MalformedReport(ValueError):
+    """The report does not have the shape A produces."""
+
+
+def sandbox_error(request: ExecutionRequest, error: str, backend: str, wall_s: float = 0.0) -> ExecutionResult:
+    """The result for an execution the sandbox could not carry out: unscored, never a pass."""
+    return ExecutionResult(id=request.id, verdict=Verdict.SANDBOX_ERROR, error=error, backend=backend,
+                           wall_s=round(wall_s, 6))
+
+
+def _get(d: Any, key: str, types: type | tuple, default: Any = None, required: bool = False) -> Any:
+    if type(d) is not dict:
+        raise MalformedReport(f"expected an object around {key!r}")
+    if key not in d or d[key] is None:
+        if required:
+            raise MalformedReport(f"missing {key!r}")
+        return default
+    value = d[key]
+    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        raise MalformedReport(f"{key!r} has the wrong type")
+    if not isinstance(value, types):
+        raise MalformedReport(f"{key!r} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _limit(d: Any) -> LimitHit:
+    name = _get(d, "limit", str, "")
+    if name and name not in _LIMITS and name != "cleanup":
+        raise MalformedReport(f"unknown limit {name!r}")
+    return _LIMITS.get(name, LimitHit.NONE)
+
+
+def build_result(request: ExecutionRequest, report: Any, n_cases: int, backend: str) -> ExecutionResult:
+    """The typed result for a raw report. Any malformation is SANDBOX_ERROR."""
+    try:
+        return _build(request, report, n_cases, backend)
+    except (MalformedReport, TypeError, ValueError, KeyError) as exc:
+        return sandbox_error(request, f"malformed sandbox report: {exc}", backend)
+
+
+def _build(request: ExecutionRequest, report: Any, n_cases: int, backend: str) -> ExecutionResult:
+    status = _get(report, "status", str, required=True)
+    if status != "ok":
+        return sandbox_error(request, f"sandbox harness error: {_get(report, 'error', str, '')[:2000]}", backend)
+    raw_cases = _get(report, "cases", list, required=True)
+    if len(raw_cases) != n_cases:
+        raise MalformedReport(f"{len(raw_cases)} case outcomes for {n_cases} cases")
+    style = TestStyle(request.style)
+    judge = {TestStyle.HUMANEVAL: _judge_humaneval, TestStyle.FUNCTION_CALL: _judge_function_call,
+             TestStyle.STDIO: _judge_stdio}[style]
+    tests, limits = [], []
+    for i, raw in enumerate(raw_cases):
+        outcome, detail, case_limit = judge(request, i, raw)
+        tests.append(TestResult(index=i, outcome=outcome, detail=detail[:2000],
+                                wall_s=float(_get(raw, "wall_s", (int, float), 0.0))))
+        limits.append(case_limit)
+    compile_error, compile_limit = _compile_failure(report, style)
+    process = _get(report, "process", dict, {})
+    limits.append(_limit(process))
+    hit = next((h for h in _LIMIT_PRIORITY if h in limits), LimitHit.NONE)
+    out = _output_source(report, raw_cases, tests, style)
+    verdict, error = _verdict(tests, hit, compile_error)
+    if compile_error:
+        hit = compile_limit
+    wall, cpu, rss = _usage(report, raw_cases, process, style)
+    cap = request.limits.output_bytes
+    return ExecutionResult(
+        id=request.id, verdict=verdict, tests=tuple(tests),
+        stdout=_get(out, "stdout", str, "")[:cap], stderr=_get(out, "stderr", str, "")[:cap],
+        exit_code=_get(out, "exit_code", int), signal=_get(out, "signal", int),
+        wall_s=round(wall, 6), cpu_s=round(cpu, 6), peak_memory_mb=round(rss / 1024.0, 3),
+        limit_hit=hit, error=error, backend=backend)
+
+
+def _verdict(tests: list[TestResult], hit: LimitHit, compile_error: str) -> tuple[Verdict, str]:
+    outcomes = [t.outcome for t in tests]
+    first_bad = next((t for t in tests if t.outcome is not CaseOutcome.PASSED), None)
+    detail = first_bad.detail if first_bad is not None else ""
+    if compile_error:
+        return Verdict.COMPILE_ERROR, compile_error
+    if CaseOutcome.TIMEOUT in outcomes or hit in (LimitHit.WALL_TIME, LimitHit.CPU_TIME):
+        return Verdict.TIMEOUT, _LIMIT_TEXT.get(hit, "") or detail
+    if hit is LimitHit.MEMORY:
+        return Verdict.MEMORY_LIMIT, _LIMIT_TEXT[hit]
+    if hit in (LimitHit.OUTPUT, LimitHit.FILE_SIZE):
+        return Verdict.OUTPUT_LIMIT, _LIMIT_TEXT[hit]
+    if CaseOutcome.ERROR in outcomes or hit is LimitHit.PROCESSES:
+        return Verdict.RUNTIME_ERROR, detail or _LIMIT_TEXT.get(hit, "")
+    if CaseOutcome.FAILED in outcomes:
+        return Verdict.WRONG_ANSWER, detail
+    if CaseOutcome.NOT_RUN in outcomes or not tests:
+        return Verdict.SANDBOX_ERROR, "some test cases were not run"
+    return Verdict.ACCEPTED, ""
+
+
+def _compile_failure(report: dict, style: TestStyle) -> tuple[str, LimitHit]:
+    if style is TestStyle.STDIO:
+        comp = _get(report, "compile", dict)
+        if comp is not None and not _get(comp, "ok", bool, required=True):
+            text = _get(comp, "stderr", str, "")[-4000:]
+            if _get(comp, "timed_out", bool, False):
+                text = ("compilation timed out\n" + text).rstrip()
+            return text or "compilation failed", _limit(comp)
+        return "", LimitHit.NONE
+    load = _get(report, "load", dict, {})
+    if not _get(load, "ok", bool, True) and _get(load, "phase", str, "") == "compile":
+        return _get(load, "detail", str, "") or "the program does not compile", LimitHit.NONE
+    return "", LimitHit.NONE
+
+
+_HUMANEVAL = {"passed": CaseOutcome.PASSED, "failed": CaseOutcome.FAILED, "error": CaseOutcome.ERROR,
+              "timeout": CaseOutcome.TIMEOUT, "not_run": CaseOutcome.NOT_RUN}
+
+
+def _judge_humaneval(request: ExecutionRequest, i: int, raw: Any) -> tuple[CaseOutcome, str, LimitHit]:
+    status = _get(raw, "status", str, required=True)
+    if status not in _HUMANEVAL:
+        raise MalformedReport(f"unknown case status {status!r}")
+    limit = LimitHit.MEMORY if _get(raw, "exc_type", str, "") == "MemoryError" else LimitHit.NONE
+    return _HUMANEVAL[status], _get(raw, "detail", str, ""), limit
+
+
+def _judge_function_call(request: ExecutionRequest, i: int, raw: Any) -> tuple[CaseOutcome, str, LimitHit]:
+    status = _get(raw, "status", str, required=True)
+    if status == "returned":
+        try:
+            actual = codec.decode(raw.get("value"))
+        except (codec.CodecError, RecursionError) as exc:
+            return CaseOutcome.ERROR, f"malformed return value: {exc}", LimitHit.NONE
+        case = request.cases[i]
+        if values_equal(case.expected, actual, request.compare.float_tolerance):
+            return CaseOutcome.PASSED, "", LimitHit.NONE
+        return CaseOutcome.FAILED, describe_value_mismatch(case.expected, actual), LimitHit.NONE
+    if status in ("error", "timeout", "not_run"):
+        limit = LimitHit.MEMORY if _get(raw, "exc_type", str, "") == "MemoryError" else LimitHit.NONE
+        return _HUMANEVAL[status], _get(raw, "detail", str, ""), limit
+    raise MalformedReport(f"unknown case status {status!r}")
+
+
+def _judge_stdio(request: ExecutionRequest, i: int, raw: Any) -> tuple[CaseOutcome, str, LimitHit]:
+    status = _get(raw, "status", str, required=True)
+    if status in ("timeout", "not_run"):
+        return _HUMANEVAL[status], "time limit exceeded" if status == "timeout" else "", _limit(raw)
+    if status != "exited":
+        raise MalformedReport(f"unknown case status {status!r}")
+    limit = _limit(raw)
+    if limit is not LimitHit.NONE:
+        return (CaseOutcome.TIMEOUT if limit in (LimitHit.WALL_TIME, LimitHit.CPU_TIME) else CaseOutcome.ERROR,
+                _LIMIT_TEXT[limit], limit)
+    sig, code = _get(raw, "signal", int), _get(raw, "exit_code", int)
+    if sig is not None:
+        return CaseOutcome.ERROR, f"killed by signal {sig}", LimitHit.NONE
+    if code != 0:
+        tail = _get(raw, "stderr", str, "").strip().splitlines()[-1:] or [""]
+        return CaseOutcome.ERROR, f"exit status {code}" + (f": {tail[0][:300]}" if tail[0] else ""), LimitHit.NONE
+    if _get(raw, "stdout_truncated", bool, False):
+        return CaseOutcome.ERROR, _LIMIT_TEXT[LimitHit.OUTPUT], LimitHit.OUTPUT
+    expected, actual = request.cases[i].expected_stdout or "", _get(raw, "stdout", str, "")
+    if outputs_match(expected, actual, request.compare):
+        return CaseOutcome.PASSED, "", LimitHit.NONE
+    return CaseOutcome.FAILED, describe_output_mismatch(expected, actual, request.compare), LimitHit.NONE
+
+
+def _output_source(report: dict, raw_cases: list, tests: list[TestResult], style: TestStyle) -> dict:
+    """Whose stdout/stderr/exit status the result shows: the process, or (STDIO) the first failing case."""
+    if style is not TestStyle.STDIO:
+        return {**_get(report, "process", dict, {}), "stdout": _get(report, "stdout", str, ""),
+                "stderr": _get(report, "stderr", str, "")}
+    ran = [(t, raw) for t, raw in zip(tests, raw_cases) if _get(raw, "status", str) == "exited"]
+    for t, raw in ran:
+        if t.outcome is not CaseOutcome.PASSED:
+            return raw
+    if ran:
+        return ran[-1][1]
+    comp = _get(report, "compile", dict)
+    return {"stderr": _get(comp, "stderr", str, "")} if comp else {}
+
+
+def _usage(report: dict, raw_cases: list, process: dict, style: TestStyle) -> tuple[float, float, float]:
+    num = (int, float)
+    if style is not TestStyle.STDIO:
+        return (_get(process, "wall_s", num, 0.0), _get(process, "cpu_s", num, 0.0),
+                _get(process, "max_rss_kb", num, 0))
+    ran = [c for c in raw_cases if type(c) is dict and c.get("status") in ("exited", "timeout")]
+    comp = _get(report, "compile", dict) or {}
+    wall = _get(comp, "wall_s", num, 0.0) + sum(_get(c, "wall_s", num, 0.0) for c in ran)
+    cpu = sum(_get(c, "cpu_s", num, 0.0) for c in ran)
+    rss = max([_get(c, "max_rss_kb", num, 0) for c in ran] or [0])
+    return wall, cpu, rss

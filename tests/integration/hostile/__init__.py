@@ -1,0 +1,12 @@
+"""Hostile programs for the sandbox, as data: escape, exhaustion, persistence, harness gaming.
+
+``PROGRAMS`` is what ``tests/integration/test_sandbox_hostile.py`` runs against every
+backend; ``host_probe`` is what it checks on the host afterwards.
+"""
+
+from tests.integration.hostile import escape, exhaustion, gaming, persistence
+from tests.integration.hostile.model import Category, HostileProgram
+
+PROGRAMS: list[HostileProgram] = escape.PROGRAMS + exhaustion.PROGRAMS + persistence.PROGRAMS + gaming.PROGRAMS
+
+__all__ = ["PROGRAMS", "Category", "HostileProgram"]

@@ -1,0 +1,110 @@
+"""The ``code`` task inside a real reward server: in-process executor and a remote sandbox endpoint."""
+
+from __future__ import annotations
+
+import pytest
+
+from reward_service.contract import RolloutStatus
+from reward_service.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
+from sandbox.server import SandboxServerConfig, create_server
+from tests.integration.conftest import start_server
+from trainer_client import RewardClient
+
+PROMPT = 'def add(a: int, b: int) -> int:\n    """Returns a + b."""\n'
+CHECK = ("def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(0, 0) == 0\n"
+         "    assert candidate(2, 2) == 4\n    assert candidate(-1, 1) == 0\n")
+REFERENCE = {"tests": CHECK, "entry_point": "add"}
+RIGHT = "    return a + b\n"
+MOSTLY_RIGHT = "    return a + b if a != b else 0\n"   # fails only candidate(2, 2) == 4: 3 of 4
+WRONG = "    return a - b\n"
+
+
+@pytest.fixture(scope="module")
+def sandbox_server():
+    server = create_server(SandboxServerConfig(port=0, workers=2, grace_s=0.0))
+    yield server
+    server.stop(0)
+
+
+@pytest.fixture(scope="module")
+def reward_server(sandbox_server):
+    rewards = RewardsConfig(
+        tasks=(TaskSpec("code", "code", {"timeout_s": 3.0, "concurrency": 2}),
+               TaskSpec("code_fraction", "code", {"reward": "fraction", "timeout_s": 3.0, "concurrency": 2}),
+               TaskSpec("code_remote", "code", {"endpoint": sandbox_server.address, "timeout_s": 3.0}),
+               TaskSpec("code_down", "code", {"endpoint": "127.0.0.1:1"})),
+        rewards=(CompositeSpec("code_down_with_format", {"code_down": 1.0, "format": 0.1}),),
+    )
+    server = start_server(workers=1, rewards=rewards)
+    yield server
+    server.stop(0)
+
+
+def rollout(rid: str, task: str, completion: str, reference=None, prompt: str = PROMPT) -> dict:
+    return {"id": rid, "task": task, "prompt": prompt, "completion": completion,
+            "reference": REFERENCE if reference is None else reference}
+
+
+def score(server, rollouts):
+    with RewardClient(server.address, timeout_s=180) as client:
+        return client.score(rollouts)
+
+
+def test_correct_code_scores_1_and_wrong_code_scores_0(reward_server):
+    right, wrong, fenced = score(reward_server, [
+        rollout("right", "code", RIGHT), rollout("wrong", "code", WRONG),
+        rollout("fenced", "code", "Here you go:\n```python\ndef add(a, b):\n    return b + a\n```\n")])
+    assert (right.status, right.score) == (RolloutStatus.OK, 1.0)
+    assert (wrong.status, wrong.score, wrong.scored) == (RolloutStatus.OK, 0.0, True)
+    assert (fenced.status, fenced.score) == (RolloutStatus.OK, 1.0)
+    assert wrong.extracted == "wrong_answer (1/4 tests)"
+
+
+def test_code_that_hangs_or_crashes_is_a_scored_zero_not_a_timeout_status(reward_server):
+    hang, crash = score(reward_server, [rollout("hang", "code", "    while True:\n        pass\n"),
+                                        rollout("crash", "code", "    import os\n    os._exit(3)\n")])
+    assert (hang.status, hang.score) == (RolloutStatus.OK, 0.0) and hang.extracted.startswith("timeout")
+    assert (crash.status, crash.score) == (RolloutStatus.OK, 0.0)
+
+
+def test_fraction_reward_is_the_share_of_tests_passed(reward_server):
+    [most] = score(reward_server, [rollout("most", "code_fraction", MOSTLY_RIGHT)])
+    assert (most.status, most.score) == (RolloutStatus.OK, 0.75)
+
+
+def test_stdio_and_function_call_references(reward_server):
+    stdio_ref = {"cases": [{"stdin": "3\n", "expected_stdout": "9\n"}, {"stdin": "4\n", "expected_stdout": "16\n"}]}
+    call_ref = {"cases": [{"args": [3], "expected": 9}], "entry_point": "sq"}
+    stdio, call = score(reward_server, [
+        rollout("stdio", "code", "```python\nn = int(input())\nprint(n * n)\n```", stdio_ref, prompt="chat"),
+        rollout("call", "code", "def sq(x):\n    return x * x\n", call_ref, prompt="chat")])
+    assert (stdio.status, stdio.score) == (RolloutStatus.OK, 1.0)
+    assert (call.status, call.score) == (RolloutStatus.OK, 1.0)
+
+
+def test_no_code_is_no_answer_and_a_bad_reference_is_invalid_reference(reward_server):
+    empty, bad, unknown = score(reward_server, [
+        rollout("empty", "code", "   "),
+        rollout("bad", "code", RIGHT, {"answer": "3"}),
+        rollout("lang", "code", RIGHT, {**REFERENCE, "language": "cobol"})])
+    assert (empty.status, empty.score, empty.scored) == (RolloutStatus.NO_ANSWER, 0.0, True)
+    assert bad.status == RolloutStatus.INVALID_REFERENCE and bad.reward is None
+    assert unknown.status == RolloutStatus.INVALID_REFERENCE and "cobol" in unknown.error
+
+
+def test_a_remote_sandbox_endpoint_scores_the_same(reward_server):
+    right, wrong = score(reward_server, [rollout("r", "code_remote", RIGHT), rollout("w", "code_remote", WRONG)])
+    assert (right.status, right.score) == (RolloutStatus.OK, 1.0)
+    assert (wrong.status, wrong.score) == (RolloutStatus.OK, 0.0)
+
+
+def test_a_sandbox_failure_is_an_unscored_error_never_zero(reward_server):
+    results = score(reward_server, [rollout("d1", "code_down", RIGHT), rollout("d2", "code_down", WRONG)])
+    for r in results:
+        assert r.status == RolloutStatus.ERROR and not r.scored and r.reward is None
+        assert "127.0.0.1:1" in r.error and "sandbox" in r.error
+
+
+def test_a_sandbox_failure_inside_a_composite_is_still_an_error(reward_server):
+    [r] = score(reward_server, [rollout("c", "code_down_with_format", RIGHT)])
+    assert r.status == RolloutStatus.ERROR and r.reward is None
