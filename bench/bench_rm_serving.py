@@ -162,7 +162,7 @@ def drive(address: str, requests: list[list[tuple[str, str]]], threads: int, mod
 
 def run_mode(checkpoint: Path, requests, args: argparse.Namespace, mode: str, extra: list[str]) -> Result:
     port = free_port()
-    server = start_server(checkpoint, port, extra + ["--torch-threads", str(args.torch_threads),
+    server = start_server(checkpoint, port, extra + ["--torch-threads", str(args.torch_threads), "--dtype", args.dtype, "--device", args.device,
                                                       "--max-batch-tokens", str(args.max_batch_tokens),
                                                       "--max-wait-ms", str(args.max_wait_ms)])
     try:
@@ -182,6 +182,9 @@ def main() -> int:
     parser.add_argument("--max-batch-tokens", type=int, default=4096)
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--torch-threads", type=int, default=0, help="server torch threads (0: torch default)")
+    parser.add_argument("--device", default="cpu", help="server device, both modes (cuda on a GPU node)")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="server dtype, both modes (bfloat16 runs on AMX/avx512_bf16 CPUs)")
     parser.add_argument("--checkpoint", help="reuse this checkpoint dir (default: MiniLM + fresh head in a tmp dir)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -193,7 +196,7 @@ def main() -> int:
         batched = run_mode(checkpoint, requests, args, "dynamic batching", [])
         single = run_mode(checkpoint, requests, args, "per request", ["--no-batching"])
     print(f"\n{args.pairs} pairs in {len(requests)} requests of 1-{args.max_per_request} pairs from "
-          f"{args.threads} threads; MiniLM-L6, max_length {args.max_length}, {os.cpu_count()} CPUs")
+          f"{args.threads} threads; MiniLM-L6 {args.dtype} on {args.device}, max_length {args.max_length}, {os.cpu_count()} CPUs")
     print(f"{'mode':<18}{'pairs/s':>10}{'wall s':>9}{'p50 ms':>9}{'p99 ms':>9}")
     for r in (batched, single):
         q = statistics.quantiles(r.latencies_ms, n=100)
