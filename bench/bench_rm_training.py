@@ -67,6 +67,7 @@ def run_trl(args: argparse.Namespace, data: Path, out: Path) -> dict:
         max_grad_norm=1.0, max_length=args.max_length, seed=args.seed, data_seed=args.seed, report_to="none",
         save_strategy="no", logging_steps=50, disable_tqdm=True, use_cpu=not torch.cuda.is_available(),
         dataloader_num_workers=0, center_rewards_coefficient=None,
+        gradient_checkpointing=False,  # TRL's default is True: it trades compute for memory, which ours does not
     )
     trainer = RewardTrainer(model=model, args=trl_config, train_dataset=dataset, processing_class=tokenizer)
     stats = trainer.train()
