@@ -49,8 +49,8 @@ bench-math: $(STAMP)
 	$(PY) bench/bench_math.py
 
 # Reward model: training vs TRL's RewardTrainer; serving with vs without dynamic batching (fp32, then
-# bf16, which uses AMX/avx512_bf16 where the CPU has them); then the in-process ceiling on what batching
-# can gain on this machine (the same pairs at fixed batch sizes, no server).
+# bf16 on CPUs with AMX/avx512_bf16 -- skipped, saying so, where bf16 would only be emulated); then the
+# in-process ceiling on what batching can gain on this machine (the same pairs at fixed batch sizes, no server).
 bench-rm: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench-rm]'
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_rm_training.py

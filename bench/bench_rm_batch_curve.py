@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from bench_rm_serving import make_minilm_checkpoint, make_requests
+from bench_rm_serving import make_minilm_checkpoint, make_requests, native_bf16_missing
 
 
 def time_batch_size(model, encoded: list, size: int, sort: bool) -> float:
@@ -75,6 +75,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if skip := native_bf16_missing("cpu", args.dtype):
+        print(skip)
+        return 0
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
     from reward_service.rm.checkpoint import load_checkpoint
@@ -88,7 +91,8 @@ def main() -> int:
         model = load_checkpoint(checkpoint, dtype=args.dtype)
         encoded = [model.encode(prompt, completion) for prompt, completion in pairs]
         per_pair = batch_curve(model, encoded, sizes, args.max_per_request, args.rounds)
-    print(f"\n{len(pairs)} pairs, MiniLM-L6 {args.dtype}, max_length {args.max_length}, torch threads {torch.get_num_threads()}, "
+    print(f"\n{len(pairs)} pairs, MiniLM-L6 {args.dtype}, max_length {args.max_length}, "
+          f"torch threads {torch.get_num_threads()}, "
           f"{os.cpu_count()} CPUs, in-process (no gRPC)")
     print(f"{'batch size':>10}{'ms/pair':>10}{'pairs/s':>10}{'vs size 1':>11}")
     for size, seconds in per_pair.items():

@@ -81,6 +81,24 @@ def make_requests(pairs: int, max_per_request: int, seed: int) -> list[list[tupl
     return requests
 
 
+def native_bf16_missing(device: str, dtype: str) -> str:
+    """Why a bf16 run would measure emulation, not this machine ("" when it would not).
+
+    A CPU without avx512_bf16 or AMX converts bf16 to fp32 around every matmul: far slower
+    than fp32, so its figures would describe nothing a user would deploy.
+    """
+    if dtype != "bfloat16" or device != "cpu":
+        return ""
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return ""
+    if "avx512_bf16" in flags or "amx_bf16" in flags:
+        return ""
+    return ("this CPU has neither avx512_bf16 nor amx_bf16: bfloat16 would be emulated; skipping "
+            "(the float32 figures stand)")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -162,7 +180,8 @@ def drive(address: str, requests: list[list[tuple[str, str]]], threads: int, mod
 
 def run_mode(checkpoint: Path, requests, args: argparse.Namespace, mode: str, extra: list[str]) -> Result:
     port = free_port()
-    server = start_server(checkpoint, port, extra + ["--torch-threads", str(args.torch_threads), "--dtype", args.dtype, "--device", args.device,
+    server = start_server(checkpoint, port, extra + ["--torch-threads", str(args.torch_threads),
+                                                      "--dtype", args.dtype, "--device", args.device,
                                                       "--max-batch-tokens", str(args.max_batch_tokens),
                                                       "--max-wait-ms", str(args.max_wait_ms)])
     try:
@@ -189,6 +208,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if skip := native_bf16_missing(args.device, args.dtype):
+        print(skip)
+        return 0
     requests = make_requests(args.pairs, args.max_per_request, args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = Path(args.checkpoint) if args.checkpoint else make_minilm_checkpoint(
@@ -196,7 +218,8 @@ def main() -> int:
         batched = run_mode(checkpoint, requests, args, "dynamic batching", [])
         single = run_mode(checkpoint, requests, args, "per request", ["--no-batching"])
     print(f"\n{args.pairs} pairs in {len(requests)} requests of 1-{args.max_per_request} pairs from "
-          f"{args.threads} threads; MiniLM-L6 {args.dtype} on {args.device}, max_length {args.max_length}, {os.cpu_count()} CPUs")
+          f"{args.threads} threads; MiniLM-L6 {args.dtype} on {args.device}, max_length {args.max_length}, "
+          f"{os.cpu_count()} CPUs")
     print(f"{'mode':<18}{'pairs/s':>10}{'wall s':>9}{'p50 ms':>9}{'p99 ms':>9}")
     for r in (batched, single):
         q = statistics.quantiles(r.latencies_ms, n=100)
