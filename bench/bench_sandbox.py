@@ -31,7 +31,8 @@ Each program (code + the problem's ``test`` + ``check(entry_point)``) runs throu
    ``exec`` the same program in it, and report its exit status;
 3. **sandbox: process** / **sandbox: docker**: ``sandbox.factory.create_executor``
    with ``concurrency=n_workers`` (HUMANEVAL style: the check runs in the trusted
-   supervisor, the candidate in the confined child).
+   supervisor, the candidate in the confined child; the problem's prompt goes along
+   as the trusted ``prompt``, as the ``code`` reward task sends it).
 
 For each: executions/second over the whole set (``n_workers`` client threads),
 p50/p99 latency per execution, correctness counts, and ratios; then the goals on
@@ -79,6 +80,7 @@ class Item:
     test: str                # the problem's test code, defining check(candidate)
     entry_point: str
     should_pass: bool
+    prompt: str = ""         # the dataset's prompt: sent to our sandbox as the trusted prompt
 
     @property
     def program(self) -> str:
@@ -150,9 +152,9 @@ def load_items(limit: int | None) -> tuple[list[Item], list[Item]]:
     canonical, mutants = [], []
     for p in problems:
         code = p["prompt"] + p["canonical_solution"]
-        canonical.append(Item(p["task_id"], "canonical", code, p["test"], p["entry_point"], True))
+        canonical.append(Item(p["task_id"], "canonical", code, p["test"], p["entry_point"], True, p["prompt"]))
         mutated, kind = mutate(code, p["entry_point"])
-        mutants.append(Item(p["task_id"], kind, mutated, p["test"], p["entry_point"], False))
+        mutants.append(Item(p["task_id"], kind, mutated, p["test"], p["entry_point"], False, p["prompt"]))
     return canonical, mutants
 
 
@@ -306,7 +308,7 @@ def sandbox_harness(executor, timeout: float):
     def factory():
         def run_one(item: Item) -> Outcome:
             req = ExecutionRequest(code=item.code, style=TestStyle.HUMANEVAL, check_code=item.test,
-                                   entry_point=item.entry_point, id=item.task_id, limits=limits)
+                                   entry_point=item.entry_point, id=item.task_id, limits=limits, prompt=item.prompt)
             t0 = time.perf_counter()
             r = executor.execute(req)
             return Outcome(r.passed, time.perf_counter() - t0,
@@ -334,7 +336,8 @@ def calibrate(mutants: list[Item], timeout: float, workers: int, servers: Sequen
         elif outcome.detail == "timed out" or our.detail.startswith("timeout"):
             loops += 1
             code, kind = mutate(item.code, item.entry_point, kind="return-none")
-            kept.append(Item(item.task_id, kind + " (was a timeout)", code, item.test, item.entry_point, False))
+            kept.append(Item(item.task_id, kind + " (was a timeout)", code, item.test, item.entry_point, False,
+                             item.prompt))
         else:
             kept.append(item)
     return kept, dropped, loops

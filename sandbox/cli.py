@@ -79,8 +79,10 @@ def cmd_exec(args: argparse.Namespace) -> int:
 
     code = sys.stdin.read() if args.code == "-" else open(args.code, encoding="utf-8").read()
     languages = load_languages(args.languages)
+    prompt = open(args.prompt, encoding="utf-8").read() if args.prompt else ""
     request = build_request(code, read_tests_file(args.tests), entry_point=args.entry_point or "",
-                            language=args.lang, style=args.style, limits=_limits(args), request_id=args.code)
+                            language=args.lang, style=args.style, limits=_limits(args), request_id=args.code,
+                            prompt=prompt)
     if not args.endpoint:
         resolve_language(request.language, languages)
     executor = _executor(args, 1, languages)
@@ -130,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="HumanEval-style check code (needs --entry-point), or a JSON file of cases: "
                           "[{stdin, expected_stdout}] or [{args, kwargs?, expected}]")
     exe.add_argument("--entry-point", help="the function under test (check code, function-call cases)")
+    exe.add_argument("--prompt", help="the dataset's prompt (HumanEval check code only; --code still holds "
+                                      "prompt + completion): the helpers it defines are used as given, so the "
+                                      "completion cannot redefine one the check calls")
     exe.add_argument("--lang", default="python", help="language of --code (default: python)")
     exe.add_argument("--style", choices=("humaneval", "stdio", "function_call"),
                      help="test style, when the JSON cases' keys do not tell")
@@ -138,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     batch = sub.add_parser("batch", help="evaluate a JSONL file of submissions, one result line per line")
     batch.add_argument("--in", dest="in_path", required=True,
-                       help='submissions JSONL: {"id", "code", "tests", "entry_point"?, "language"?} per line')
+                       help='submissions JSONL: {"id", "code", "tests", "entry_point"?, "language"?, "prompt"?} '
+                            'per line')
     batch.add_argument("--out", dest="out_path", required=True,
                        help='results JSONL: {"id", "passed", "verdict", "tests_passed", "tests_total", "error"?}')
     batch.add_argument("--workers", type=int, default=os.cpu_count() or 1,

@@ -140,7 +140,7 @@ def request_to_proto(request: ExecutionRequest) -> pb.ExecutionRequest:
     return pb.ExecutionRequest(
         id=utf8_safe(request.id), code=utf8_safe(request.code), language=request.language,
         style=_STYLE_TO_PB[TestStyle(request.style)], check_code=utf8_safe(request.check_code),
-        entry_point=request.entry_point,
+        entry_point=request.entry_point, prompt=utf8_safe(request.prompt),
         cases=[case_to_proto(c, i) for i, c in enumerate(request.cases)],
         limits=limits_to_proto(request.limits), compare=compare_to_proto(request.compare))
 
@@ -153,7 +153,7 @@ def request_from_proto(msg: pb.ExecutionRequest, defaults: Limits = _DEFAULT_LIM
         raise InvalidExecutionRequest(f"request {msg.id!r}: style is required: one of {choices}")
     return ExecutionRequest(
         code=msg.code, style=style, language=msg.language or "python", id=msg.id,
-        check_code=msg.check_code, entry_point=msg.entry_point,
+        check_code=msg.check_code, entry_point=msg.entry_point, prompt=msg.prompt,
         cases=tuple(case_from_proto(c, i) for i, c in enumerate(msg.cases)),
         limits=limits_from_proto(msg.limits, defaults), compare=compare_from_proto(msg.compare))
 

@@ -15,6 +15,12 @@ Three test styles (:class:`TestStyle`):
   the function. Each top-level statement of ``check``'s body that contains an
   assert is one test case. The check code runs in a trusted process; the
   candidate runs in the untrusted one and only plain data crosses over.
+  Optional ``prompt``: the dataset's prompt, trusted like the check code. The
+  trusted process runs it too, so the names it defines (helpers such as
+  HumanEval/38's ``encode_cyclic`` or /32's ``poly``, which the check calls)
+  come from this copy, not from the program, which may have redefined them;
+  the entry point's name always stays the candidate's. ``code`` still holds
+  the whole program (prompt + completion).
 * ``STDIO`` -- each :class:`TestCase` gives ``stdin`` and ``expected_stdout``;
   the program's stdout is compared on the host (:mod:`sandbox.output_compare`).
 * ``FUNCTION_CALL`` -- each case gives ``args`` (a JSON list), optional
@@ -141,6 +147,7 @@ class ExecutionRequest:
     language: str = "python"
     id: str = ""
     check_code: str = ""                   # HUMANEVAL
+    prompt: str = ""                       # HUMANEVAL, optional: trusted prompt whose helpers the check calls
     entry_point: str = ""                  # HUMANEVAL, FUNCTION_CALL
     cases: Sequence[TestCase] = ()         # STDIO, FUNCTION_CALL
     limits: Limits = field(default_factory=Limits)

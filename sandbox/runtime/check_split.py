@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import CodeType
 
 FILENAME = "<check>"
+PROMPT_FILENAME = "<prompt>"
 
 
 class CheckCodeError(ValueError):
@@ -155,6 +156,26 @@ def plan_check(check_code: str) -> CheckPlan:
                       node=whole)]
         return CheckPlan(setup=setup, param=param, steps=tuple(steps))
     return CheckPlan(setup=setup, param=param, steps=tuple(steps), prefetch=_prefetch(func, param))
+
+
+def compile_prompt(prompt: str) -> CodeType:
+    """The trusted prompt, compiled to run before the check's setup. Raises CheckCodeError.
+
+    A prompt is trusted like the check code: the supervisor runs it, so the helpers it
+    defines are the dataset's, whatever the program redefines (see harness.run_check).
+    It must compile on its own (a HumanEval prompt does: its stub's body is a docstring).
+    """
+    try:
+        return compile(prompt, PROMPT_FILENAME, "exec")
+    except (SyntaxError, ValueError) as exc:
+        raise CheckCodeError(f"prompt does not compile on its own ({exc}); send it only when it does, "
+                             "e.g. a HumanEval prompt, whose function stub ends in a docstring") from None
+
+
+@functools.lru_cache(maxsize=1024)
+def check_prompt(prompt: str) -> None:
+    """Raises CheckCodeError unless ``prompt`` compiles (host side; cached like count_cases)."""
+    compile_prompt(prompt)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -26,6 +26,7 @@ import collections
 import signal
 import sys
 import time
+from types import CodeType
 from typing import Any
 
 from . import codec, framing
@@ -202,15 +203,22 @@ def _alarm(_signum, _frame):
     raise Deadline()
 
 
-def run_check(plan: CheckPlan, names: Any, entry_point: str, remote: Remote) -> list[dict]:
-    """Run the check steps; one outcome dict per case, in order (missing ones are timeouts)."""
+def run_check(plan: CheckPlan, names: Any, entry_point: str, remote: Remote,
+              prompt: CodeType | None = None) -> list[dict]:
+    """Run the check steps; one outcome dict per case, in order (missing ones are timeouts).
+
+    ``prompt``: the dataset's prompt (trusted, compiled), run here before the check's setup, so
+    the names it defines -- helpers the check calls, like HumanEval/38's ``encode_cyclic`` --
+    are the dataset's and not the program's (which may have redefined them). The entry point's
+    (top-level) name stays the candidate's proxy: the prompt only holds its stub.
+    """
     ns = _namespace(remote, names)
     cases: list[dict] = []
     old = signal.signal(signal.SIGALRM, _alarm)
     try:
         try:
             signal.setitimer(signal.ITIMER_REAL, max(remote.deadline - time.monotonic(), 0.001))
-            _run_steps(plan, ns, entry_point, remote, cases)
+            _run_steps(plan, ns, entry_point, remote, cases, prompt)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
     except Deadline:                  # the alarm fired outside a step: the remaining cases time out
@@ -222,8 +230,13 @@ def run_check(plan: CheckPlan, names: Any, entry_point: str, remote: Remote) -> 
     return cases[:plan.n_cases]
 
 
-def _run_steps(plan: CheckPlan, ns: dict, entry_point: str, remote: Remote, cases: list) -> None:
+def _run_steps(plan: CheckPlan, ns: dict, entry_point: str, remote: Remote, cases: list,
+               prompt: CodeType | None) -> None:
     pending = ""                      # a failed setup step fails the next case (fail closed)
+    failed = _run_prompt(prompt, ns, entry_point) if prompt is not None else ""
+    if failed:                        # some helpers may still be the program's: no case can pass
+        cases.extend({"status": "error", "detail": failed, "wall_s": 0.0} for _ in range(plan.n_cases))
+        return
     try:
         exec(plan.setup, ns)
     except Deadline:
@@ -246,6 +259,24 @@ def _run_steps(plan: CheckPlan, ns: dict, entry_point: str, remote: Remote, case
         cases.append(outcome)
     if pending and cases:
         cases[-1] = {**cases[-1], "status": "error", "detail": pending}
+
+
+def _run_prompt(prompt: CodeType, ns: dict, entry_point: str) -> str:
+    """Runs the trusted prompt in the check's namespace; returns why it failed ("" if it did not)."""
+    head = entry_point.partition(".")[0]
+    candidate = ns.get(head)
+    try:
+        exec(prompt, ns)
+    except Deadline:
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - trusted code, but report, don't crash A
+        return f"prompt failed: {_describe(exc)}"
+    finally:
+        if candidate is not None:                # the prompt only defined the entry point's stub:
+            ns[head] = candidate                 # the name stays the program's
+        else:
+            ns.pop(head, None)
+    return ""
 
 
 def _run_step(step, ns: dict, remote: Remote) -> dict:

@@ -8,7 +8,8 @@ rollouts' programs and results -- can end up in a B's address space.
 
 Host protocol on fds 0/1 (framing.py): A writes one ``hello`` frame (isolation
 features + a self-test), then per execution reads one ``execute`` frame and,
-for HumanEval, one ``secret`` frame holding the check code, and writes one
+for HumanEval, one ``secret`` frame holding the check code (and the trusted
+prompt, if any), and writes one
 report frame. The report is raw facts -- what B returned or printed, how it
 ended, which limit it hit; verdicts are decided on the host
 (sandbox/verdict.py), except the HumanEval asserts, which A evaluates itself
@@ -33,6 +34,7 @@ COMPILE_MEMORY_MB = 2048         # floor for compilers (cc1plus maps a lot of ad
 CLEANUP_GRACE_S = 1.0
 
 _plan = functools.lru_cache(maxsize=256)(check_split.plan_check)   # A is long-lived: compile each check once
+_prompt = functools.lru_cache(maxsize=256)(check_split.compile_prompt)   # and each trusted prompt
 
 
 def _log(msg: str) -> None:
@@ -187,7 +189,9 @@ class Supervisor:
             if plan is not None:
                 remote.prefetch([(req.get("entry_point", ""), codec.encode(list(a)), codec.encode(dict(k)))
                                  for a, k in plan.prefetch])
-                cases = harness.run_check(plan, names, req.get("entry_point", ""), remote)
+                prompt = str((secret or {}).get("prompt", ""))
+                cases = harness.run_check(plan, names, req.get("entry_point", ""), remote,
+                                          _prompt(prompt) if prompt else None)
             else:
                 cases = harness.run_function_calls(req.get("cases", []), req.get("entry_point", ""), remote)
         else:

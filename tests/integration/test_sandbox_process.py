@@ -17,6 +17,7 @@ import pytest
 from sandbox.execution import (
     CaseOutcome,
     ExecutionRequest,
+    InvalidExecutionRequest,
     LimitHit,
     Limits,
     OutputCompare,
@@ -110,6 +111,42 @@ def test_humaneval_check_may_use_helpers_defined_by_the_prompt(executor):
     code = "def double(x):\n    return 2 * x\n\ndef quad(x):\n    return double(double(x))\n"
     check = "def check(candidate):\n    assert candidate(3) == double(6)\n"
     assert executor.execute(humaneval(code, check, "quad")).passed
+
+
+SHIFT_PROMPT = ('import string\n\ndef encode(s):\n    return "".join(chr(ord(c) + 1) for c in s)\n\n'
+                'def decode(s):\n    """Invert encode()."""\n')
+SHIFT_CHECK = "def check(candidate):\n    assert candidate(encode('abc')) == 'abc'\n" \
+              "    assert candidate(encode('xyz')) == 'xyz'\n"
+
+
+def test_trusted_prompt_helpers_are_the_ones_the_check_calls(executor):
+    cheat = SHIFT_PROMPT + "    return s\n\ndef encode(s):\n    return s\n"   # encode() made the identity
+    r = executor.execute(humaneval(cheat, SHIFT_CHECK, "decode", prompt=SHIFT_PROMPT))
+    assert r.verdict is Verdict.WRONG_ANSWER and r.tests_passed == 0
+
+
+def test_a_correct_completion_passes_with_the_trusted_prompt(executor):
+    solution = SHIFT_PROMPT + "    return ''.join(chr(ord(c) - 1) for c in s)\n"
+    assert executor.execute(humaneval(solution, SHIFT_CHECK, "decode", prompt=SHIFT_PROMPT)).passed
+
+
+def test_the_trusted_prompt_never_replaces_the_candidate(executor):
+    stub_only = SHIFT_PROMPT + "    return 'stub'\n"   # the prompt's decode() (returns None) must not be called
+    r = executor.execute(humaneval(stub_only, "def check(candidate):\n    assert decode('b') == 'stub'\n"
+                                   "    assert candidate('b') == 'stub'\n", "decode", prompt=SHIFT_PROMPT))
+    assert r.passed
+
+
+def test_a_failing_trusted_prompt_fails_every_case(executor):
+    prompt = "import no_such_module_here\n\ndef add(a, b):\n    \"\"\"Add.\"\"\"\n"
+    r = executor.execute(humaneval(ADD, prompt=prompt))
+    assert r.verdict is not Verdict.ACCEPTED and r.tests_passed == 0 and r.tests_total == 3
+    assert "prompt failed" in r.tests[0].detail
+
+
+def test_a_prompt_that_does_not_compile_is_an_invalid_request(executor):
+    with pytest.raises(InvalidExecutionRequest, match="prompt does not compile"):
+        executor.execute(humaneval(ADD, prompt="def add(a, b):\n"))
 
 
 def test_captured_stdout_is_returned(executor):

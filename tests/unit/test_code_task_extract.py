@@ -119,6 +119,24 @@ def test_the_humaneval_dataset_field_name_test_is_accepted():
     assert request.style is ex.TestStyle.HUMANEVAL and request.code.startswith(PROMPT)
 
 
+def test_a_compiling_code_prompt_is_sent_as_the_trusted_prompt():
+    request = CodeTask().build_request(TaskInput("    return a + b\n", HUMANEVAL_REF, PROMPT), "0")
+    assert request.prompt == PROMPT
+
+
+def test_a_chat_formatted_prompt_is_not_sent_as_trusted_code():
+    request = CodeTask(prepend_prompt=True).build_request(
+        TaskInput("```python\ndef add(a, b):\n    return a + b\n```", HUMANEVAL_REF, "<|user|> add two numbers:"),
+        "0")
+    assert request.prompt == ""
+
+
+def test_no_trusted_prompt_when_prepending_is_off():
+    request = CodeTask(prepend_prompt=False).build_request(
+        TaskInput("def add(a, b):\n    return a + b\n", HUMANEVAL_REF, PROMPT), "0")
+    assert request.prompt == ""
+
+
 def test_case_references_build_stdio_and_function_call_requests():
     task = CodeTask(timeout_s=3)
     stdio = task.build_request(TaskInput("print(input())", {"cases": [{"stdin": "1", "expected_stdout": "1"}]}), "0")

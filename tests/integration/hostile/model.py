@@ -55,7 +55,7 @@ class HostileProgram:
     description: str
     style: TestStyle = TestStyle.STDIO
     language: str = "python"
-    problem: str = "oracle"                      # oracle | oracle_abs | helper | add | canary
+    problem: str = "oracle"                      # oracle | oracle_abs | helper | helper_no_prompt | add | canary
     allowed: frozenset[Verdict] = NOT_A_PASS     # acceptable verdicts (never ACCEPTED)
     #: Another program run right after (several times, so every slot runs it): it must
     #: not find what this one tried to leave behind (it prints the escape marker if so).
@@ -76,7 +76,7 @@ class HostileProgram:
     def __post_init__(self) -> None:
         if Verdict.ACCEPTED in self.allowed or Verdict.SANDBOX_ERROR in self.allowed:
             raise ValueError(f"{self.name}: a hostile program may never be allowed to pass or break the sandbox")
-        if self.problem not in ("oracle", "oracle_abs", "helper", "add", "canary"):
+        if self.problem not in ("oracle", "oracle_abs", "helper", "helper_no_prompt", "add", "canary"):
             raise ValueError(f"{self.name}: unknown problem {self.problem!r}")
 
 
@@ -316,9 +316,10 @@ def to_request(program: HostileProgram, session: Session, base_limits: Limits) -
     if program.style is TestStyle.HUMANEVAL:
         if program.problem == "add":
             return ExecutionRequest(check_code=ADD_CHECK, entry_point="add", **common)
-        if program.problem == "helper":
+        if program.problem in ("helper", "helper_no_prompt"):   # the dataset's prompt sent as trusted, or not
+            prompt = HELPER_PROMPT if program.problem == "helper" else ""
             return ExecutionRequest(check_code=helper_check_code(session.oracle), entry_point="solve",
-                                    **{**common, "code": HELPER_PROMPT + code})
+                                    prompt=prompt, **{**common, "code": HELPER_PROMPT + code})
         if program.problem == "oracle_abs":
             return ExecutionRequest(check_code=oracle_abs_check_code(session.oracle), entry_point="solve", **common)
         return ExecutionRequest(check_code=oracle_check_code(session.oracle), entry_point="solve", **common)
