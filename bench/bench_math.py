@@ -22,7 +22,6 @@ side with the peer, not asserted. Two parts:
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import logging
 import os

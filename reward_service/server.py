@@ -17,7 +17,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from reward.v1 import reward_pb2, reward_pb2_grpc
-from reward_service.grpc_common import server_options
+from reward_service.grpc_common import bind_insecure, server_options
 from reward_service.metrics import RewardMetrics
 from reward_service.rewards_config import RewardsConfig
 from reward_service.scoring import Scorer, ScorerConfig
@@ -83,9 +83,7 @@ class RewardServer:
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
-        self.port = self.server.add_insecure_port(f"{config.host}:{config.port}")
-        if self.port == 0:
-            raise OSError(f"could not bind {config.host}:{config.port}")
+        self.port = bind_insecure(self.server, config.host, config.port)
         self.server.start()
         for name in ("", SERVICE_NAME):
             self.health.set(name, health_pb2.HealthCheckResponse.SERVING)

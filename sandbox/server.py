@@ -23,7 +23,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from reward.v1 import sandbox_pb2, sandbox_pb2_grpc
-from reward_service.grpc_common import server_options
+from reward_service.grpc_common import bind_insecure, server_options
 from sandbox.execution import Executor, Limits
 from sandbox.languages import Language, load_languages
 from sandbox.servicer import RequestLimits, SandboxServicer
@@ -106,13 +106,10 @@ class SandboxServer:
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
         try:
-            self.port = self.server.add_insecure_port(f"{config.host}:{config.port}")
-        except RuntimeError as exc:
+            self.port = bind_insecure(self.server, config.host, config.port)
+        except OSError:
             self.servicer.close()
-            raise OSError(f"could not bind {config.host}:{config.port}: {exc}") from exc
-        if self.port == 0:
-            self.servicer.close()
-            raise OSError(f"could not bind {config.host}:{config.port}")
+            raise
         self.server.start()
         for name in ("", SERVICE_NAME):
             self.health.set(name, health_pb2.HealthCheckResponse.SERVING)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import logging
 import os
@@ -117,76 +118,63 @@ def _train_rm(parser: argparse.ArgumentParser) -> Runner:
     return run
 
 
-@subcommand("grpo", "GRPO training of a causal LM against the reward service (YAML config + overrides)")
-def _grpo(parser: argparse.ArgumentParser) -> Runner:
-    parser.add_argument("--config", help="YAML config (sections model, data, sampling, reward, grpo, optim, run)")
+TrainerLoader = Callable[[], tuple[Callable[[typing.Any], typing.Any], tuple[type, ...]]]
+
+
+def _training_command(parser: argparse.ArgumentParser, section: str, example: str, config_module: str,
+                      load_trainer: TrainerLoader) -> Runner:
+    """The flags and runner that ``grpo`` and ``ppo`` share; ``load_trainer`` imports the trainer lazily.
+
+    ``load_trainer() -> (train(config) -> summary, errors the CLI reports without a traceback)``.
+    """
+    parser.add_argument("--config", help=f"YAML config (sections model, data, sampling, reward, {section}, optim, run)")
     parser.add_argument("--run-dir", help="run directory (overrides run.dir)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="override one config value (YAML syntax), repeatable: --set grpo.beta=0.04")
+                        help=f"override one config value (YAML syntax), repeatable: --set {example}")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.add_argument("--help-config", action="store_true", help="list every config key with its help and exit")
 
     def run(args: argparse.Namespace) -> int:
-        from trainer_client.grpo.config import describe, load_config, to_yaml
-
+        config_api = importlib.import_module(config_module)
         if args.help_config:
-            print(describe())
+            print(config_api.describe())
             return 0
         try:
-            config = load_config(args.config, args.overrides, args.run_dir)
+            config = config_api.load_config(args.config, args.overrides, args.run_dir)
         except ValueError as exc:
             raise CliError(str(exc)) from exc
         if args.print_config:
-            print(to_yaml(config), end="")
+            print(config_api.to_yaml(config), end="")
             return 0
         from trainer_client.grpo.rollouts import PromptDataError
-        from trainer_client.grpo.trainer import train_grpo
 
+        train, errors = load_trainer()
         # SIGTERM unwinds like Ctrl-C, so the embedded reward server is stopped too.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
         try:
-            summary = train_grpo(config)
-        except (PromptDataError, OSError) as exc:
+            summary = train(config)
+        except (PromptDataError, OSError, *errors) as exc:
             raise CliError(str(exc)) from exc
         print(json.dumps(dataclasses.asdict(summary)))
         return 0
     return run
+
+
+@subcommand("grpo", "GRPO training of a causal LM against the reward service (YAML config + overrides)")
+def _grpo(parser: argparse.ArgumentParser) -> Runner:
+    def load_trainer():
+        from trainer_client.grpo.trainer import train_grpo
+        return train_grpo, ()
+    return _training_command(parser, "grpo", "grpo.beta=0.04", "trainer_client.grpo.config", load_trainer)
 
 
 @subcommand("ppo", "PPO training (critic, GAE) of a causal LM against the reward service (YAML config + overrides)")
 def _ppo(parser: argparse.ArgumentParser) -> Runner:
-    parser.add_argument("--config", help="YAML config (sections model, data, sampling, reward, ppo, optim, run)")
-    parser.add_argument("--run-dir", help="run directory (overrides run.dir)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="override one config value (YAML syntax), repeatable: --set ppo.kl_coef=0.05")
-    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
-    parser.add_argument("--help-config", action="store_true", help="list every config key with its help and exit")
-
-    def run(args: argparse.Namespace) -> int:
-        from trainer_client.ppo.config import describe, load_config, to_yaml
-
-        if args.help_config:
-            print(describe())
-            return 0
-        try:
-            config = load_config(args.config, args.overrides, args.run_dir)
-        except ValueError as exc:
-            raise CliError(str(exc)) from exc
-        if args.print_config:
-            print(to_yaml(config), end="")
-            return 0
-        from trainer_client.grpo.rollouts import PromptDataError
+    def load_trainer():
         from trainer_client.ppo.trainer import train_ppo
         from trainer_client.ppo.value_head import CriticLayoutError
-
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # stops the embedded server too
-        try:
-            summary = train_ppo(config)
-        except (PromptDataError, CriticLayoutError, OSError) as exc:
-            raise CliError(str(exc)) from exc
-        print(json.dumps(dataclasses.asdict(summary)))
-        return 0
-    return run
+        return train_ppo, (CriticLayoutError,)
+    return _training_command(parser, "ppo", "ppo.kl_coef=0.05", "trainer_client.ppo.config", load_trainer)
 
 
 @subcommand("plot", "draw reward and KL curves of a run (RUN_DIR/metrics.jsonl -> RUN_DIR/curves.png)")

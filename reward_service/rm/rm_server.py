@@ -21,7 +21,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from reward.v1 import reward_model_pb2, reward_model_pb2_grpc
-from reward_service.grpc_common import server_options
+from reward_service.grpc_common import bind_insecure, server_options
 from reward_service.rm.checkpoint import DTYPES, CheckpointError, LoadedRewardModel, load_checkpoint
 from reward_service.rm.dynamic_batcher import BatcherConfig, DynamicBatcher
 from reward_service.rm.model_holder import Loader, ModelHolder
@@ -97,13 +97,10 @@ class RewardModelServer:
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
         try:
-            self.port = self.server.add_insecure_port(f"{config.host}:{config.port}")
-        except RuntimeError as exc:
+            self.port = bind_insecure(self.server, config.host, config.port)
+        except OSError:
             self.batcher.close()
-            raise OSError(f"could not bind {config.host}:{config.port}: {exc}") from exc
-        if self.port == 0:
-            self.batcher.close()
-            raise OSError(f"could not bind {config.host}:{config.port}")
+            raise
         self.server.start()
         self._loading = threading.Thread(target=self.holder.load_initial, args=(config.checkpoint,),
                                          name="rm-initial-load", daemon=True)

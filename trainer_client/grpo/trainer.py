@@ -18,23 +18,21 @@ the newest checkpoint exactly where the interrupted run would have been.
 from __future__ import annotations
 
 import logging
-import random
 import time
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
-from tqdm import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from trainer_client.grpo import checkpointing
 from trainer_client.grpo.collect import StepData, batch_rewards, collect_step
 from trainer_client.grpo.config import ModelConfig, TrainerConfig, to_yaml
 from trainer_client.grpo.logprobs import batched_logprobs
-from trainer_client.grpo.reward_overlap import OverlappedScorer, open_scorer
+from trainer_client.grpo.reward_overlap import OverlappedScorer
 from trainer_client.grpo.rollouts import PromptSampler, read_prompts
 from trainer_client.grpo.run_logging import RunLogger
+from trainer_client.grpo.run_loop import NothingScoredError, RunSummary, raise_if_nothing_scored, restore_or_seed
+from trainer_client.grpo.run_loop import run_training
 from trainer_client.grpo.step_metrics import rollout_metrics
 from trainer_client.grpo.update import TrainBatch, grpo_update, single_pass
 from trainer_client.rl import grpo_advantages, overlong_filter_mask, overlong_penalty
@@ -42,20 +40,7 @@ from trainer_client.rl import grpo_advantages, overlong_filter_mask, overlong_pe
 logger = logging.getLogger(__name__)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-
-
-class NothingScoredError(RuntimeError):
-    """A whole step came back unscored: the reward service or the task setup is broken."""
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    run_dir: str
-    start_step: int
-    end_step: int
-    wall_time_s: float
-    first_rewards: list[float | None]
-    last_rewards: list[float | None]
+__all__ = ["DTYPES", "GrpoTrainer", "NothingScoredError", "RunSummary", "load_policy", "load_tokenizer", "train_grpo"]
 
 
 def load_tokenizer(path: str) -> Any:
@@ -111,47 +96,14 @@ class GrpoTrainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_warmup(o.warmup_steps))
         self.sampler = PromptSampler(read_prompts(config.data.train, config.data.task), config.run.seed,
                                      config.data.shuffle)
-        self.step = 0
-        if self.checkpoint is not None:
-            state = checkpointing.load_training_state(self.checkpoint, self.optimizer, self.scheduler)
-            self.step = int(state["step"])
-            self.sampler.load_state_dict(state["sampler"])
-            checkpointing.restore_rng(self.checkpoint)  # last: loading models may draw random numbers
-            logger.info("resuming from %s at step %d", self.checkpoint, self.step)
-        else:
-            random.seed(config.run.seed)
-            np.random.seed(config.run.seed)
-            torch.manual_seed(config.run.seed)
+        self.step = restore_or_seed(self.checkpoint, self.optimizer, self.scheduler, self.sampler, config.run.seed)
         self.run_logger = RunLogger(self.run_dir, config.run.tensorboard,
                                     resume_step=self.step if self.checkpoint is not None else None)
         self.run_logger.log_config(to_yaml(config))
 
     def train(self) -> RunSummary:
-        run = self.config.run
-        started = time.perf_counter()
-        start_step = self.step
-        rewards: list[float | None] = []
-        bar = tqdm(total=run.steps, initial=self.step, disable=not run.progress, desc="grpo", unit="step")
-        try:
-            with open_scorer(self.config.reward, self.run_dir) as scorer:
-                while self.step < run.steps:
-                    metrics = self.train_step(scorer)
-                    self.step += 1
-                    self.run_logger.log(self.step, metrics)
-                    rewards.append(metrics["reward_mean"])
-                    bar.update(1)
-                    bar.set_postfix(reward=f"{metrics['reward_mean'] or 0:.3f}", kl=f"{metrics.get('kl') or 0:.4f}")
-                    out_of_time = run.max_time_s and time.perf_counter() - started >= run.max_time_s
-                    if (run.save_every and self.step % run.save_every == 0) or self.step == run.steps or out_of_time:
-                        self.save()
-                    if out_of_time:
-                        logger.info("stopping at step %d: run.max_time_s=%s reached", self.step, run.max_time_s)
-                        break
-        finally:
-            bar.close()
-            self.run_logger.close()
-        k = max(1, min(5, len(rewards) // 4))
-        return RunSummary(self.run_dir, start_step, self.step, time.perf_counter() - started, rewards[:k], rewards[-k:])
+        return run_training(self, "grpo", lambda m: {"reward": f"{m['reward_mean'] or 0:.3f}",
+                                                     "kl": f"{m.get('kl') or 0:.4f}"})
 
     def save(self) -> None:
         checkpointing.save_checkpoint(self.run_dir, self.step, self.model, self.tokenizer, self.optimizer,
@@ -163,10 +115,7 @@ class GrpoTrainer:
         t0 = time.perf_counter()
         data = collect_step(self.model, self.tokenizer, self.sampler, scorer, cfg.sampling, cfg.grpo, self.step)
         metrics = rollout_metrics(data)
-        if metrics["reward_mean"] is None:
-            raise NothingScoredError(f"step {self.step}: no completion was scored ({metrics['unscored']} unscored: "
-                                     f"{ {k: v for k, v in metrics.items() if k.startswith('unscored/')} }); "
-                                     f"check the tasks in {cfg.data.train} and the reward server log")
+        raise_if_nothing_scored(metrics, self.step, cfg.data.train)
         t1 = time.perf_counter()
         batch = self.make_batch(data) if data.results else None
         t2 = time.perf_counter()

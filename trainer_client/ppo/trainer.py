@@ -21,24 +21,22 @@ critic in ``critic/``, the optimizer of both, RNGs, prompt position) every
 from __future__ import annotations
 
 import logging
-import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
-from tqdm import tqdm
 
 from trainer_client.grpo import checkpointing
 from trainer_client.grpo.collect import StepData, batch_rewards, collect_step
 from trainer_client.grpo.logprobs import batched_logprobs
-from trainer_client.grpo.reward_overlap import OverlappedScorer, open_scorer
+from trainer_client.grpo.reward_overlap import OverlappedScorer
 from trainer_client.grpo.rollouts import PromptSampler, read_prompts
 from trainer_client.grpo.run_logging import RunLogger
+from trainer_client.grpo.run_loop import RunSummary, raise_if_nothing_scored, restore_or_seed, run_training
 from trainer_client.grpo.step_metrics import rollout_metrics
-from trainer_client.grpo.trainer import NothingScoredError, RunSummary, linear_warmup, load_policy, load_tokenizer
+from trainer_client.grpo.trainer import linear_warmup, load_policy, load_tokenizer
 from trainer_client.ppo.config import PpoTrainerConfig, to_yaml
 from trainer_client.ppo.targets import ppo_targets
 from trainer_client.ppo.update import PpoBatch, ppo_update
@@ -85,48 +83,14 @@ class PpoTrainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_warmup(o.warmup_steps))
         self.sampler = PromptSampler(read_prompts(config.data.train, config.data.task), config.run.seed,
                                      config.data.shuffle)
-        self.step = 0
-        if self.checkpoint is not None:
-            state = checkpointing.load_training_state(self.checkpoint, self.optimizer, self.scheduler)
-            self.step = int(state["step"])
-            self.sampler.load_state_dict(state["sampler"])
-            checkpointing.restore_rng(self.checkpoint)  # last: loading models may draw random numbers
-            logger.info("resuming from %s at step %d", self.checkpoint, self.step)
-        else:
-            random.seed(config.run.seed)
-            np.random.seed(config.run.seed)
-            torch.manual_seed(config.run.seed)
+        self.step = restore_or_seed(self.checkpoint, self.optimizer, self.scheduler, self.sampler, config.run.seed)
         self.run_logger = RunLogger(self.run_dir, config.run.tensorboard,
                                     resume_step=self.step if self.checkpoint is not None else None)
         self.run_logger.log_config(to_yaml(config))
 
     def train(self) -> RunSummary:
-        run = self.config.run
-        started = time.perf_counter()
-        start_step = self.step
-        rewards: list[float | None] = []
-        bar = tqdm(total=run.steps, initial=self.step, disable=not run.progress, desc="ppo", unit="step")
-        try:
-            with open_scorer(self.config.reward, self.run_dir) as scorer:
-                while self.step < run.steps:
-                    metrics = self.train_step(scorer)
-                    self.step += 1
-                    self.run_logger.log(self.step, metrics)
-                    rewards.append(metrics["reward_mean"])
-                    bar.update(1)
-                    bar.set_postfix(reward=f"{metrics['reward_mean'] or 0:.3f}",
-                                    vloss=f"{metrics.get('value_loss') or 0:.4f}")
-                    out_of_time = run.max_time_s and time.perf_counter() - started >= run.max_time_s
-                    if (run.save_every and self.step % run.save_every == 0) or self.step == run.steps or out_of_time:
-                        self.save()
-                    if out_of_time:
-                        logger.info("stopping at step %d: run.max_time_s=%s reached", self.step, run.max_time_s)
-                        break
-        finally:
-            bar.close()
-            self.run_logger.close()
-        k = max(1, min(5, len(rewards) // 4))
-        return RunSummary(self.run_dir, start_step, self.step, time.perf_counter() - started, rewards[:k], rewards[-k:])
+        return run_training(self, "ppo", lambda m: {"reward": f"{m['reward_mean'] or 0:.3f}",
+                                                    "vloss": f"{m.get('value_loss') or 0:.4f}"})
 
     def save(self) -> None:
         def write_critic(directory: Path) -> None:
@@ -144,10 +108,7 @@ class PpoTrainer:
         metrics = rollout_metrics(data)
         if cfg.sampling.group_size == 1:
             metrics["zero_variance_frac"] = None  # a group of one has no variance to speak of
-        if metrics["reward_mean"] is None:
-            raise NothingScoredError(f"step {self.step}: no completion was scored ({metrics['unscored']} unscored: "
-                                     f"{ {k: v for k, v in metrics.items() if k.startswith('unscored/')} }); "
-                                     f"check the tasks in {cfg.data.train} and the reward server log")
+        raise_if_nothing_scored(metrics, self.step, cfg.data.train)
         t1 = time.perf_counter()
         batch, batch_stats = self.make_batch(data)
         metrics.update(batch_stats)
