@@ -15,10 +15,10 @@ one line in per submission, ``{"id", "code", "tests", "entry_point"?,
 "language"?, "prompt"?}`` (HumanEval: ``code`` is prompt + completion, ``tests``
 the check code, and the optional ``prompt`` the dataset's prompt again, trusted:
 the helpers it defines that the check calls then cannot be redefined by the
-completion -- see sandbox/execution.py); one line out per line in, in input order, ``{"id", "passed", "verdict",
-"tests_passed", "tests_total", "error"?}``. A line that cannot be run --
-invalid JSON, a missing field, an unknown language, even a blank line -- still
-gets its line out: ``{"id": <its id, else its line number>, "passed": false,
+completion -- see sandbox/execution.py); one line out per line in, in input
+order, ``{"id", "passed", "verdict", "tests_passed", "tests_total", "error"?}``.
+A line that cannot be run -- invalid JSON, a missing field, an unknown language,
+even a blank line -- still gets its line out: ``{"id": <its id, else its line number>, "passed": false,
 "verdict": "invalid_request", "tests_passed": 0, "tests_total": 0, "error": ...}``,
 so output line N always answers input line N.
 """
