@@ -1,6 +1,8 @@
 """Extract the final answer from a model completion.
 
-Priority order (the first method that finds something wins):
+Special tokens of chat templates (``<|im_end|>``, ``</s>``...) are removed first
+(:mod:`.special_tokens`).  Then, in priority order (the first method that finds
+something wins):
 
 1. ``gsm8k`` -- GSM8K style ``#### N``: the *last* ``####``; the rest of its
    line (the number, possibly with ``$``, commas, a unit or a mixed number
@@ -8,14 +10,26 @@ Priority order (the first method that finds something wins):
 2. ``boxed`` -- the *last* ``\\boxed{...}`` / ``\\fbox{...}`` whose braces are
    balanced (nested braces allowed; unbalanced ones are skipped, an empty
    last box means no boxed answer); also the brace-less ``\\boxed 5``.
+   :attr:`Extraction.boxes` keeps every box, in order, for golds with
+   several parts (the grader joins them then).
 3. ``answer_is`` -- the last "the answer is ...", "answer: ...",
-   "final answer: ...", "answers are ..." (case-insensitive), up to the end
-   of the line or sentence; every ``$``, ``\\(...\\)`` and ``**`` on that
-   span is removed (so "$2$ or $3$" stays two candidates) and a trailing
-   remark ("15 (check: ...)", "12, since ...") is dropped.
-4. ``last_number`` -- the last number in the text (integers, decimals,
-   thousands separators, simple fractions ``a/b``), if
-   ``ExtractionConfig.last_number_fallback`` is set.
+   "final answer: ...", "answers are ...", "the correct choice/option is ..."
+   (case-insensitive), up to the end of the line or sentence; every ``$``,
+   ``\\(...\\)`` and ``**`` on that span is removed (so "$2$ or $3$" stays
+   two candidates), a trailing remark ("15 (check: ...)", "12, since ...")
+   and a rejected alternative ("8, not 9") are dropped, and a sentence
+   ("The smallest $k$ is 21") is cut after its last "is"/"are"/"equals".
+4. ``bare`` -- the whole completion, when it is one short math expression
+   with no prose and no line break (``\\frac{10}{9}``, ``4 + 4/9``, ``(7, 1)``).
+5. ``delimited`` / ``last_number`` -- whichever of these two ends later in the
+   text: the last math span (``$…$``, ``$$…$$``, ``\\(…\\)``, ``\\[…\\]``,
+   see :mod:`.math_spans`; a chain ``a = b = c`` keeps its first and last
+   part), or the last number *outside* math spans (integers, decimals,
+   thousands separators, mixed numbers ``2 1/2``, simple fractions ``a/b``;
+   a unit may touch it: ``12kg``).  A number glued to a
+   larger expression (``x^2+1``, ``3/4x``, the ``1`` of ``(7, 1)``) is never
+   taken on its own: the fallback then finds no answer.  The last number
+   counts only if ``ExtractionConfig.last_number_fallback`` is set.
 
 ``ExtractionConfig.strict`` keeps only methods 1 and 2.
 
@@ -38,23 +52,48 @@ expressions have no nested quantifiers.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from .math_spans import mask_spans, math_spans
+from .special_tokens import DEFAULT_SPECIAL_TOKENS, strip_special_tokens
 
 __all__ = ["Extraction", "ExtractionConfig", "extract_answer", "EXTRACTION_METHODS"]
 
-EXTRACTION_METHODS = ("gsm8k", "boxed", "answer_is", "last_number")
+EXTRACTION_METHODS = ("gsm8k", "boxed", "answer_is", "bare", "delimited", "last_number")
 
 _ANSWER_IS_RE = re.compile(
-    r"answers?(?:\s*\*\*)?\s*(?:is\s*:?|are\s*:?|:|=)(?:\s*\*\*)?",
+    r"(?:answers?|choice|option)(?:\s*\*\*)?\s*(?:is\s*:?|are\s*:?|:|=)(?:\s*\*\*)?",
     re.IGNORECASE,
 )
-_NUMBER_RE = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?|-?\.\d+")
+_NUMBER_RE = re.compile(
+    r"-?\d+[ \t]+\d+\s*/\s*\d+|-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d{1,3}(?: \d{3})+(?![\d.,/])"
+    r"|-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?|-?\.\d+")
 _SENTENCE_END_RE = re.compile(r"\.(?:\s|$)|\n")
-#: Where a trailing remark starts: "15 (check: ...)", "15, since ...", "15 because".
+#: Where a trailing remark starts: "15 (check: ...)", "15, since ...", "15 because",
+#: and a rejected alternative: "8, not 9", "8 rather than 9".
 _REMARK_RE = re.compile(
-    r"\s+\((?=[^)]{0,200}[A-Za-z]{3})(?![^)]{0,200}\\)|,?\s+(?:since|because|which|as|so|where|when|if)\s")
+    r"\s+\((?=[^)]{0,200}[A-Za-z]{3})(?![^)]{0,200}\\)"
+    r"|,?\s+(?:since|because|which|as|so|where|when|if|not|rather than|instead of)\s")
+#: "The smallest $k$ is 21": a sentence whose answer follows its last copula.
+_COPULA_RE = re.compile(
+    r"^(?:the|a|an|our|its|this|that|it|so|thus|hence|therefore)\b.*\s(?:is|are|equals|was|be)\s+(?=\S)",
+    re.IGNORECASE)
 _MAX_BOXED_TRIES = 64
 _BRACE_RE = re.compile(r"\\.|[{}]", re.DOTALL)
+#: Characters that glue a number into a larger expression when they touch it.
+_GLUE_BEFORE = frozenset("^_{/*\\")
+_GLUE_AFTER = frozenset("^_/*(\\{")
+#: Units that may touch a number without making it part of an expression ("12kg", "1,000.99m²").
+_GLUED_UNITS = frozenset({
+    "mm", "cm", "km", "m", "kg", "g", "mg", "ml", "mL", "L", "s", "sec", "min", "h", "hr", "hrs",
+    "ft", "in", "yd", "mi", "lb", "lbs", "oz", "mph", "kph", "st", "nd", "rd", "th", "pm", "am",
+    "m²", "cm²", "km²", "m³", "cm³", "k", "K", "M", "USD", "EUR", "€", "pct",
+})
+_LETTERS_AFTER_RE = re.compile(r"[A-Za-z€]+[²³]?")
+#: A bare answer: the whole completion is one short math expression, no prose.
+_PROSE_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+_BARE_MAX_CHARS = 200
+_BARE_MATH_WORDS = frozenset({"sin", "cos", "tan", "log", "exp", "sqrt", "frac", "pi", "infty", "and"})
 
 
 class _TooLong(Exception):
@@ -69,19 +108,27 @@ class ExtractionConfig:
         strict: only ``####`` and ``\\boxed{}`` answers count.
         last_number_fallback: fall back to the last number in the text.
         max_answer_chars: hard cap; longer candidates mean "no answer".
+        special_tokens: literal chat-template tokens removed before extraction
+            (``<|name|>``-shaped tokens are always removed).
     """
 
     strict: bool = False
     last_number_fallback: bool = True
     max_answer_chars: int = 1_000_000
+    special_tokens: tuple[str, ...] = DEFAULT_SPECIAL_TOKENS
 
 
 @dataclass(frozen=True)
 class Extraction:
-    """An extracted answer and the method (one of :data:`EXTRACTION_METHODS`)."""
+    """An extracted answer and the method (one of :data:`EXTRACTION_METHODS`).
+
+    ``boxes`` holds every balanced box of the text in order when the method is
+    ``boxed`` (the answer is the last one); it is not part of equality.
+    """
 
     answer: str
     method: str
+    boxes: tuple[str, ...] = field(default=(), compare=False)
 
 
 def _extract_gsm8k(text: str, limit: int) -> str | None:
@@ -130,20 +177,23 @@ def _boxed_at(text: str, idx: int, cmd: str, limit: int) -> str | None:
     return None
 
 
-def _extract_boxed(text: str, limit: int) -> str | None:
-    """The last balanced ``\\boxed``/``\\fbox`` content, scanning from the end."""
+def _all_boxed(text: str, limit: int) -> list[str]:
+    """Balanced ``\\boxed``/``\\fbox`` contents, last first (at most 64 tried, from the end)."""
     ends = {"\\boxed": len(text), "\\fbox": len(text)}
+    found_boxes: list[str] = []
     for _ in range(_MAX_BOXED_TRIES):
         found = {cmd: text.rfind(cmd, 0, ends[cmd]) for cmd in ends}
         cmd = max(found, key=lambda c: found[c])
         idx = found[cmd]
         if idx < 0:
-            return None
+            break
         content = _boxed_at(text, idx, cmd, limit)
         if content is not None:
-            return content.strip() or None  # an empty last box is no boxed answer
+            if not found_boxes and not content.strip():
+                return []  # an empty last box is no boxed answer
+            found_boxes.append(content.strip())
         ends[cmd] = idx
-    return None
+    return [b for b in found_boxes if b]
 
 
 def _clean_answer_span(span: str) -> str:
@@ -155,7 +205,8 @@ def _clean_answer_span(span: str) -> str:
     span = _REMARK_RE.split(span, maxsplit=1)[0]
     for delim in ("\\(", "\\)", "\\[", "\\]", "$", "**"):
         span = span.replace(delim, " ")
-    return " ".join(span.split()).rstrip(".:").strip()
+    span = " ".join(span.split())
+    return span if span.endswith(("...", "…")) else span.rstrip(".:").strip()
 
 
 def _extract_answer_is(text: str, limit: int) -> str | None:
@@ -172,25 +223,91 @@ def _extract_answer_is(text: str, limit: int) -> str | None:
     if m is not None and not (line.lstrip().startswith("$") and "$" in line[m.start():]):
         line = line[: m.start()]
     answer = _clean_answer_span(line)
+    copula = _COPULA_RE.match(answer)
+    if copula is not None:
+        answer = answer[copula.end():]
     if len(answer) > limit:
         raise _TooLong
     return answer or None
 
 
-def _extract_last_number(text: str) -> str | None:
-    """The last number, searching growing windows from the end (linear overall)."""
+def _glued(text: str, start: int, end: int) -> bool:
+    """Whether the number ``text[start:end]`` is part of a larger expression."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    unit = _LETTERS_AFTER_RE.match(text, end)
+    if unit is not None and unit.group() in _GLUED_UNITS:
+        after = " "
+    if before in _GLUE_BEFORE or before.isalnum() or after in _GLUE_AFTER or after.isalpha():
+        return True
+    if before in "+-" and start > 1 and (text[start - 2].isalnum() or text[start - 2] in ")}"):
+        return True  # "3+4": the 4 of a sum
+    if after in "+-*/^" and end + 1 < len(text) and (text[end + 1].isalnum() or text[end + 1] in "(\\"):
+        return True  # "4+x": the 4 of a sum
+    if after in ")]":  # the last element of a tuple or interval: "(7, 1)"
+        line_start = text.rfind("\n", 0, start) + 1
+        opening = max(text.rfind("(", line_start, start), text.rfind("[", line_start, start))
+        return opening >= 0 and "," in text[opening:start]
+    if before in "([" or (before == " " and start > 1 and text[start - 2] == ","):
+        # an element inside brackets: "(7, 1" or ", 1)"
+        line_end = text.find("\n", end)
+        closing_zone = text[end: line_end if line_end >= 0 else len(text)]
+        return closing_zone.lstrip().startswith((")", "]", ","))
+    return False
+
+
+def _last_plain_number(masked: str) -> tuple[int, str | None]:
+    """End position and text of the last number outside math spans (``None`` if glued or absent)."""
     window = 256
     while True:
-        start = max(0, len(text) - window)
+        start = max(0, len(masked) - window)
         last = None
-        for last in _NUMBER_RE.finditer(text, start):
+        for last in _NUMBER_RE.finditer(masked, start):
             pass
         # A match touching the window edge may be a truncated number: widen.
         if last is not None and (start == 0 or last.start() > start):
-            return last.group().replace(" ", "")
+            if _glued(masked, last.start(), last.end()):
+                return last.end(), None
+            return last.end(), last.group().replace(" ", "")
         if start == 0:
-            return None
+            return -1, None
         window *= 4
+
+
+def _span_answer(content: str) -> str:
+    """A math span as an answer, without trailing punctuation (an ellipsis ``...`` stays)."""
+    content = content.strip()
+    if content.endswith(("...", "…")):
+        return content
+    return content.rstrip(".,;:").strip()
+
+
+def _extract_bare(text: str) -> str | None:
+    """The whole completion when it is a single short math expression (``\\frac{10}{9}``, ``4 + 4/9``)."""
+    stripped = text.strip()
+    if not stripped or len(stripped) > _BARE_MAX_CHARS or "\n" in stripped or "$" in stripped:
+        return None
+    if "\\boxed" in stripped or "\\fbox" in stripped:
+        return None
+    if not any(ch.isdigit() or ch == "\\" for ch in stripped):
+        return None
+    words = [w for w in _PROSE_WORD_RE.findall(stripped) if w.lower() not in _BARE_MATH_WORDS]
+    return None if words else stripped.rstrip(".").strip() or None
+
+
+def _extract_fallback(text: str, limit: int, last_number: bool) -> Extraction | None:
+    """The later of the last math span and the last plain-text number."""
+    spans = math_spans(text)
+    span = spans[-1] if spans else None
+    number_end, number = _last_plain_number(mask_spans(text, spans)) if last_number else (-1, None)
+    if span is not None and span.end > number_end:
+        answer = _span_answer(span.content)
+        if len(answer) > limit:
+            raise _TooLong
+        return Extraction(answer=answer, method="delimited") if answer else None
+    if number is None or len(number) > limit:
+        return None
+    return Extraction(answer=number, method="last_number")
 
 
 def extract_answer(text: str, config: ExtractionConfig = ExtractionConfig()) -> Extraction | None:
@@ -200,20 +317,23 @@ def extract_answer(text: str, config: ExtractionConfig = ExtractionConfig()) -> 
     """
     if not isinstance(text, str) or not text:
         return None
+    text = strip_special_tokens(text, config.special_tokens)
     limit = config.max_answer_chars
-    steps = [("gsm8k", _extract_gsm8k), ("boxed", _extract_boxed)]
-    if not config.strict:
-        steps.append(("answer_is", _extract_answer_is))
     try:
-        for method, func in steps:
-            answer = func(text, limit)
-            if answer:
-                return Extraction(answer=answer, method=method)
+        answer = _extract_gsm8k(text, limit)
+        if answer:
+            return Extraction(answer=answer, method="gsm8k")
+        boxes = _all_boxed(text, limit)
+        if boxes:
+            return Extraction(answer=boxes[0], method="boxed", boxes=tuple(reversed(boxes)))
+        if config.strict:
+            return None
+        answer = _extract_answer_is(text, limit)
+        if answer:
+            return Extraction(answer=answer, method="answer_is")
+        answer = _extract_bare(text)
+        if answer:
+            return Extraction(answer=answer, method="bare")
+        return _extract_fallback(text, limit, config.last_number_fallback)
     except _TooLong:
         return None
-    if config.strict or not config.last_number_fallback:
-        return None
-    number = _extract_last_number(text)
-    if number is None or len(number) > limit:
-        return None
-    return Extraction(answer=number, method="last_number")

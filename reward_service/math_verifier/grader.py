@@ -5,11 +5,25 @@ symbolic equivalence); :func:`grade_numeric` is the GSM8K grader (exact
 rational comparison only, never sympy).  Both return a :class:`MathGrade`
 and never raise on model output.
 
+The gold goes through the same preparation as the completion: special
+tokens are removed; a gold holding ``\\boxed{}`` or ``####`` (a full
+solution) gives its extracted answer, all its boxes together when it has
+several; a gold that is a sentence with math in it ("The answer is $5$.")
+gives the answer a completion would give; a gold in delimiters
+(``$\\frac{7}{3}$``) is normalized like any answer.
+
+Several boxes in a completion: the last box is the answer, except that
+when the gold lists several answers (``(1,4), (5,4)``), all the boxes
+together are tried as well.
+
 Reasons: ``match``, ``mismatch``, ``no_answer`` (nothing extracted from the
-completion), ``no_gold`` (the gold answer is empty), ``too_large`` (an
-answer exceeded a size/resource guard), ``not_numeric`` (``grade_numeric``
-on something that is not a plain number) and ``error`` (an internal
-arithmetic failure on odd input).
+completion), ``no_gold`` (the gold answer is empty), ``bad_gold``
+(``grade_numeric``: the gold is not a number), ``too_large`` (an answer
+exceeded a size/resource guard), ``not_numeric`` (``grade_numeric`` on a
+completion answer that is not a plain number) and ``error`` (the verifier
+itself failed on this input).  ``no_gold``, ``bad_gold`` and ``error`` are
+not verdicts: :attr:`MathGrade.scored` is false for them, and the tasks
+report them unscored (``INVALID_REFERENCE``, ``ERROR``), never as 0.
 """
 
 from __future__ import annotations
@@ -18,11 +32,16 @@ from dataclasses import dataclass, field
 
 from .answer_extract import Extraction, ExtractionConfig, extract_answer
 from .errors import ExpressionTooLarge
-from .math_equal import EquivalenceConfig, compare_answers
+from .math_equal import EquivalenceConfig, MatchResult, answer_part_count, compare_answers
+from .math_spans import math_spans
 from .normalize import normalize_answer
 from .numeric import numbers_match, parse_number
+from .special_tokens import strip_special_tokens
 
-__all__ = ["GradeConfig", "MathGrade", "grade", "grade_numeric", "gold_answer"]
+__all__ = ["GradeConfig", "MathGrade", "grade", "grade_numeric", "gold_answer", "UNSCORED_REASONS"]
+
+#: Reasons that are failures to grade, not verdicts on the completion.
+UNSCORED_REASONS = frozenset({"no_gold", "bad_gold", "error"})
 
 
 @dataclass(frozen=True)
@@ -42,14 +61,43 @@ class MathGrade:
     method: str | None
     reason: str
 
+    @property
+    def scored(self) -> bool:
+        """Whether ``correct`` is a verdict (false for a bad gold or a verifier failure)."""
+        return self.reason not in UNSCORED_REASONS
+
 
 def gold_answer(gold: str) -> str:
-    """The gold's answer: extracted when the gold holds ``\\boxed{}`` or ``####``."""
+    """The gold's answer (see the module doc): extracted from a solution or a sentence, else as given."""
+    gold = strip_special_tokens(gold).strip()
+    limit = max(len(gold), 1)
     if "\\boxed" in gold or "\\fbox" in gold or "####" in gold:
-        found = extract_answer(gold, ExtractionConfig(strict=True, max_answer_chars=max(len(gold), 1)))
+        found = extract_answer(gold, ExtractionConfig(strict=True, max_answer_chars=limit))
         if found is not None:
+            return ", ".join(_distinct(found.boxes)) if len(found.boxes) > 1 else found.answer
+    spans = math_spans(gold)
+    if spans and (spans[0].start > 0 or spans[-1].end < len(gold)) and len(gold) <= 4000:
+        # A sentence with math in it: "The answer is $5$." -- but "$5$ apples" is just 5.
+        found = extract_answer(gold, ExtractionConfig(last_number_fallback=False, max_answer_chars=limit))
+        if found is not None and found.method == "answer_is":
             return found.answer
-    return gold.strip()
+        if len(spans) == 1 and _is_sentence(gold[:spans[0].start]):
+            return spans[0].content
+    return gold
+
+
+def _is_sentence(prefix: str) -> bool:
+    """Whether the text before a gold's math span is prose ("The area is"), not part of the answer."""
+    words = prefix.split()
+    return len(words) >= 2 and all(w.isalpha() for w in words)
+
+
+def _distinct(boxes: tuple[str, ...]) -> list[str]:
+    seen: list[str] = []
+    for box in boxes:
+        if box not in seen:
+            seen.append(box)
+    return seen
 
 
 def _extract_pair(completion: str, gold: str, config: GradeConfig) -> tuple[Extraction, str] | MathGrade:
@@ -72,7 +120,17 @@ def grade(completion: str, gold: str, config: GradeConfig = GradeConfig()) -> Ma
         return pair
     extraction, target = pair
     result = compare_answers(extraction.answer, target, config.equivalence)
-    return MathGrade(result.match, extraction.answer, extraction.method, result.reason)
+    answer = extraction.answer
+    if not result.match and len(extraction.boxes) > 1 and answer_part_count(target) > 1:
+        joined = ", ".join(_distinct(extraction.boxes))
+        together = compare_answers(joined, target, config.equivalence)
+        if together.match or result.reason == "error":
+            result, answer = together, joined
+    return _grade_of(result, answer, extraction.method)
+
+
+def _grade_of(result: MatchResult, answer: str, method: str) -> MathGrade:
+    return MathGrade(result.match, answer, method, result.reason)
 
 
 def grade_numeric(completion: str, gold: str, config: GradeConfig = GradeConfig()) -> MathGrade:
@@ -89,7 +147,9 @@ def grade_numeric(completion: str, gold: str, config: GradeConfig = GradeConfig(
         gold_num = parse_number(normalize_answer(target))
     except ExpressionTooLarge:
         return MathGrade(False, extraction.answer, extraction.method, "too_large")
-    if pred_num is None or gold_num is None:
+    if gold_num is None:
+        return MathGrade(False, extraction.answer, extraction.method, "bad_gold")
+    if pred_num is None:
         return MathGrade(False, extraction.answer, extraction.method, "not_numeric")
     ok = numbers_match(pred_num, gold_num, rounding=False)
     return MathGrade(ok, extraction.answer, extraction.method, "match" if ok else "mismatch")

@@ -48,11 +48,13 @@ from .errors import ExpressionTooLarge, MathParseError
 from .latex_parser import parse_latex
 from .normalize import normalize_answer
 from .numeric import NumericValue, numbers_match, parse_number
-from .structures import Equation, parse_structure, structures_match
+from .relations import canonical_relations, relation_as_interval
+from .structures import Choices, Equation, SetAnswer, parse_structure, structures_match
 from .symbolic import decimal_matches_expression, equations_equal, expressions_equal
 from .sympy_build import add, div, neg, number_digits
+from .text_answers import number_word_value, option_letter, prose_key
 
-__all__ = ["EquivalenceConfig", "MatchResult", "answers_match", "compare_answers"]
+__all__ = ["EquivalenceConfig", "MatchResult", "answers_match", "compare_answers", "answer_part_count"]
 
 #: Letter runs of 3+ characters (not LaTeX commands) that are still mathematics.
 _MATH_WORDS = frozenset({
@@ -206,12 +208,23 @@ def _scalar_equal(a: str, b: str, config: EquivalenceConfig) -> bool:
     if num_a is not None and num_b is not None:
         return numbers_match(num_a, num_b)
     if _is_text(a) or _is_text(b):
-        return a.casefold() == b.casefold()
+        word_a, word_b = number_word_value(a), number_word_value(b)
+        if word_a is not None or word_b is not None:
+            return _word_number_equal(word_a, num_a, word_b, num_b)
+        return prose_key(a) == prose_key(b)
     if _squeeze(a) == _squeeze(b):
         return True
     if not config.symbolic:
         return False
     return _symbolic_scalar_equal(a, b, num_a, num_b, config)
+
+
+def _word_number_equal(word_a: int | None, num_a: NumericValue | None,
+                       word_b: int | None, num_b: NumericValue | None) -> bool:
+    """"fourteen" against 14 (or against "fourteen"); a number word never equals prose."""
+    value_a = word_a if word_a is not None else (num_a.value if num_a is not None else None)
+    value_b = word_b if word_b is not None else (num_b.value if num_b is not None else None)
+    return value_a is not None and value_a == value_b
 
 
 def _equation_equal(a: Equation, b: Equation, config: EquivalenceConfig) -> bool:
@@ -238,6 +251,13 @@ def compare_answers(pred: str, gold: str, config: EquivalenceConfig = Equivalenc
         return MatchResult(False, "mismatch")
     if norm_pred == norm_gold:
         return MatchResult(True, "match")
+    gold_letter = option_letter(norm_gold)
+    if gold_letter is not None:
+        pred_letter = option_letter(norm_pred)
+        if pred_letter is not None:
+            return MatchResult(pred_letter == gold_letter, "match" if pred_letter == gold_letter else "mismatch")
+    norm_pred = relation_as_interval(canonical_relations(norm_pred))
+    norm_gold = relation_as_interval(canonical_relations(norm_gold))
     try:
         num_p, num_g = _safe_number(norm_pred), _safe_number(norm_gold)
         if num_p is not None and num_g is not None:
@@ -247,12 +267,23 @@ def compare_answers(pred: str, gold: str, config: EquivalenceConfig = Equivalenc
             parse_structure(norm_pred), parse_structure(norm_gold),
             lambda x, y: _scalar_equal(x, y, config),
             lambda x, y: _equation_equal(x, y, config))
-    except _TooLargeSignal:
+    except (_TooLargeSignal, ExpressionTooLarge):
         return MatchResult(False, "too_large")
     except (ValueError, TypeError, ArithmeticError, RecursionError, AttributeError, IndexError):
         # Odd model output must never crash the reward; the reason makes it visible.
         return MatchResult(False, "error")
     return MatchResult(ok, "match" if ok else "mismatch")
+
+
+def answer_part_count(answer: str) -> int:
+    """How many answers ``answer`` lists (``2, 3`` and ``\\{1, 2\\}`` are 2; ``(1, 2)`` is 1)."""
+    try:
+        tree = parse_structure(normalize_answer(answer))
+    except (ValueError, ExpressionTooLarge):
+        return 1
+    if isinstance(tree, (Choices, SetAnswer)):
+        return len(tree.items)
+    return 1
 
 
 def answers_match(pred: str, gold: str, config: EquivalenceConfig = EquivalenceConfig()) -> bool:

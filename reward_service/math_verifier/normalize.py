@@ -11,7 +11,12 @@ What it does, in order:
   ``\\[...\\]``, ``\\boxed{...}``, ``**...**``;
 * maps unicode math (``π √ × ÷ · − ∞ ≤ ≥``) to LaTeX/ASCII;
 * removes layout-only LaTeX: ``\\left``/``\\right``, ``\\displaystyle``,
-  spacing (``\\! \\, \\; \\: \\ `` ``\\quad``), ``{,}`` becomes ``,``;
+  spacing (``\\, \\; \\: \\ `` ``\\quad``), ``{,}`` becomes ``,``; the negative
+  space ``\\!`` goes without a trace (``2,\\!400`` is ``2,400``);
+* ``\\langle a, b\\rangle`` (a vector) becomes ``(a, b)``; ``\\mathbb{R}`` becomes
+  ``(-\\infty, \\infty)``;
+* a unit in a text command at the end of a math answer is dropped
+  (``49\\pi \\text{ m}^2``, ``12\\,\\mathrm{cm}``);
 * ``\\dfrac``/``\\tfrac``/``\\cfrac`` become ``\\frac``;
 * degrees (``^\\circ``, ``^{\\circ}``, ``°``, ``\\degree``) are dropped;
 * currency (``$``, ``\\$``) is dropped;
@@ -44,6 +49,14 @@ _LAYOUT_RE = re.compile(
     r"\\(?:displaystyle|textstyle|quad|qquad|limits|nolimits|mathopen|mathclose)(?![A-Za-z])"
     r"|(?<!\\)\\[!,;: ]|\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![A-Za-z])\.?"
 )
+_NEG_SPACE_RE = re.compile(r"(?<!\\)\\!")
+_ANGLE_RE = re.compile(r"\\(?:langle|rangle)(?![A-Za-z])|⟨|⟩")
+_ANGLES = {"\\langle": "(", "\\rangle": ")", "⟨": "(", "⟩": ")"}
+_REALS_RE = re.compile(r"\\mathbb\s*\{\s*R\s*\}|\\mathbb\s+R(?![A-Za-z])|ℝ")
+#: A unit after a math answer: ``... \text{ m}^2`` at the very end, after a digit, brace or command.
+_TRAILING_TEXT_UNIT_RE = re.compile(
+    r"(?<=[\w})\]])\s*\\(?:text|mathrm|textrm|mbox|rm|textnormal)\s*\{\s*[A-Za-z][A-Za-z .\-/]{0,30}\}"
+    r"(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*$")
 _FRAC_RE = re.compile(r"\\[dtc]frac(?![A-Za-z])")
 _DEGREE_RE = re.compile(
     r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree(?![A-Za-z])|\{\s*\}\s*\^\s*\{?\\circ\}?|\\circ(?![A-Za-z])"
@@ -60,6 +73,8 @@ _APPROX_PREFIX_RE = re.compile(
     r"^(?:\\approx|\\simeq|\\sim|≈|approximately|approx\.?|about|roughly|around)\s*(?=[-+.\d\\])",
     re.IGNORECASE)
 #: ``0.333...`` / ``0.333\ldots``: an ellipsis right after decimal digits is dropped.
+#: Any other ellipsis is one spelling, kept (``1, 2, 3, \ldots`` is not ``1, 2, 3``).
+_DOTS_RE = re.compile(r"\.\.\.|…|\\[lc]?dots(?![A-Za-z])")
 _ELLIPSIS_RE = re.compile(r"(\d\.\d+)\s*(?:\\[lc]?dots|\.\.\.|…)$")
 #: Thin spaces used as thousands separators: ``3\,600`` -> ``3600``.
 _DIGIT_SPACE_RE = re.compile(r"(?<=\d)(?:\\[,!;:]|\u2009|\u202f)(?=\d{3}(?!\d))")
@@ -158,6 +173,16 @@ def _strip_trailing_units(s: str) -> str:
     return s
 
 
+def _strip_trailing_text_units(s: str) -> str:
+    """Drop ``\\text{ unit}`` endings after math; never the whole answer (``\\text{Evelyn}`` stays)."""
+    for _ in range(3):
+        m = _TRAILING_TEXT_UNIT_RE.search(s)
+        if m is None or not s[:m.start()].strip():
+            break
+        s = s[:m.start()]
+    return s
+
+
 def _normalize_percent(s: str) -> str:
     s = s.replace("\\%", "%")
     s = _PERCENT_WORD_RE.sub("%", s)
@@ -179,7 +204,11 @@ def normalize_answer(s: str) -> str:
             s = s.replace(uni, rep)
     s = s.replace("{,}", ",").replace("\\{,\\}", ",")
     s = _DIGIT_SPACE_RE.sub("", s)
+    s = _NEG_SPACE_RE.sub("", s)
     s = _LAYOUT_RE.sub(" ", s)
+    s = _ANGLE_RE.sub(lambda m: _ANGLES[m.group()], s)
+    s = _REALS_RE.sub(r"(-\\infty, \\infty)", s)
+    s = _strip_trailing_text_units(s)
     s = _FRAC_RE.sub(r"\\frac", s)
     s = _DEGREE_RE.sub(" ", s)
     s = s.replace("\\$", " ").replace("$", " ")
@@ -191,6 +220,7 @@ def normalize_answer(s: str) -> str:
     s = strip_outer_wrappers(s)
     s = _normalize_percent(s)
     s = _ELLIPSIS_RE.sub(r"\1", s)
+    s = _DOTS_RE.sub(r"\\ldots", s)
     s = s.rstrip(".,;: ").strip()
     s = _strip_trailing_units(s)
     s = _normalize_percent(s)

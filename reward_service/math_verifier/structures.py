@@ -8,13 +8,20 @@ Rules:
 
 * ``(1, 2)``, ``[1, 2]``, ``(1, 2]``, ``[0, \\infty)`` are *ordered*; the
   opening and closing bracket must be the same on both sides.
-* ``A \\cup B`` is a union; the pieces are compared as an unordered collection.
-* ``\\{1, 2\\}`` is a set (unordered); ``\\emptyset`` is the empty set.
+* ``A \\cup B`` is a union; the pieces are compared as an unordered collection;
+  a union of sets (``\\{1,3\\} \\cup \\{5\\}``) is the set of all their elements.
+* ``\\{1, 2\\}`` is a set (unordered); ``\\emptyset`` is the empty set.  Two sets
+  compare as sets (``\\{2,2,4\\}`` is ``\\{2,4\\}``); a set against a bare
+  list compares as lists do (same multiset).
 * ``\\begin{pmatrix}..\\end{pmatrix}`` (also ``bmatrix`` etc.) is compared
-  element-wise with the same shape; the matrix flavour is ignored.
+  element-wise with the same shape; the matrix flavour is ignored.  A
+  column or row vector equals the tuple of its entries.
 * ``x = 3`` against a non-equation compares ``3`` (when the left side is a
-  single variable such as ``x``, ``x_1``, ``\\theta`` or ``f(x)``); equation
-  against equation is delegated (``lhs - rhs`` up to a constant factor).
+  single variable such as ``x``, ``x_1``, ``\\theta`` or ``f(x)``, or a label
+  without operators and the right side has no variable: ``(p, q) = (3, 2)``,
+  ``|AB| = 1``); a chain
+  ``x = 2 + 3 = 5`` is ``x = 5``; equation against equation is delegated
+  (``lhs - rhs`` up to a constant factor).
 * Several answers -- a bare top-level comma list, ``2 and 3``, ``x=2 or x=3``,
   ``2 \\pm \\sqrt 3`` -- form an unordered list; the other side must hold the
   same answers, no more and no fewer.  A set and a list compare alike; a
@@ -27,6 +34,8 @@ import itertools
 import re
 from dataclasses import dataclass
 from typing import Callable, Union
+
+from .errors import ExpressionTooLarge
 
 __all__ = [
     "Scalar", "Bracketed", "SetAnswer", "IntervalUnion", "Matrix", "Equation", "Choices",
@@ -135,7 +144,7 @@ def _enclosing_pair(s: str) -> bool:
 
 def _items(parts: list[str]) -> tuple[Answer, ...]:
     if len(parts) > MAX_ITEMS:
-        raise ValueError("too many items")
+        raise ExpressionTooLarge(f"more than {MAX_ITEMS} items")
     return tuple(parse_structure(p) for p in parts)
 
 
@@ -145,7 +154,7 @@ def _parse_matrix(s: str) -> Matrix | None:
         return None
     rows = [r for r in (row.strip() for row in m.group(2).split("\\\\")) if r]
     if len(rows) > MAX_ITEMS:
-        raise ValueError("too many rows")
+        raise ExpressionTooLarge(f"more than {MAX_ITEMS} rows")
     return Matrix(tuple(_items([c.strip() for c in row.split("&")]) for row in rows))
 
 
@@ -165,7 +174,10 @@ def _parse_set(s: str) -> SetAnswer | None:
 def _parse_list_like(s: str) -> Answer | None:
     parts = split_top_level(s, _CUP_RE)
     if len(parts) > 1:
-        return IntervalUnion(_items(parts))
+        items = _items(parts)
+        if all(isinstance(i, SetAnswer) for i in items):
+            return SetAnswer(tuple(x for i in items for x in i.items))  # type: ignore[union-attr]
+        return IntervalUnion(items)
     parts = [p for p in split_top_level(s, _LIST_SEP_RE) if p]
     if len(parts) > 1:
         return Choices(_items(parts))
@@ -184,6 +196,8 @@ def parse_structure(s: str) -> Answer:
     if matrix is not None:
         return matrix
     eq = split_top_level(s, _EQ_RE)
+    if len(eq) > 2 and all(eq) and not any(_LIST_SEP_RE.search(part) for part in eq):
+        eq = [eq[0], eq[-1]]  # a chain "x = 2 + 3 = 5" states x = 5
     if len(eq) == 2 and eq[0] and eq[1] and not _LIST_SEP_RE.search(eq[0]):
         rhs_parts = split_top_level(eq[1], _LIST_SEP_RE)
         if len(rhs_parts) == 1 or not _SINGLE_VAR_RE.fullmatch(eq[0]):
@@ -201,10 +215,43 @@ def parse_structure(s: str) -> Answer:
     return Scalar(s)
 
 
+_NO_VARIABLE_RE = re.compile(r"(?:\\[A-Za-z]+|[^A-Za-z])*")
+#: A name for a value: ``(p, q)``, ``|AB|``, ``f(2)``, ``S_{ABC}``; no operator, no leading digit.
+_LABEL_RE = re.compile(r"[A-Za-z(|\\][^=+\-*/^<>]*")
+
+
 def _rhs_if_assignment(a: Answer) -> Answer:
-    if isinstance(a, Equation) and _SINGLE_VAR_RE.fullmatch(a.lhs.strip()):
-        return parse_structure(a.rhs)
+    """``x = 3``, ``(p, q) = (3, 2)`` and ``2 \\cdot 4 = 8`` stand for their right side.
+
+    The right side counts when the left is a single variable, or a label
+    (no operator) and the right has no variable; ``7 = 11a + c`` and
+    ``a + 3z = 0`` stay equations.
+    """
+    if isinstance(a, Equation):
+        lhs = a.lhs.strip()
+        if _SINGLE_VAR_RE.fullmatch(lhs) or (_LABEL_RE.fullmatch(lhs) and _NO_VARIABLE_RE.fullmatch(a.rhs.strip())):
+            return parse_structure(a.rhs)
     return a
+
+
+def _vector_items(a: Answer) -> tuple[Answer, ...] | None:
+    """The entries of a column/row vector matrix or a parenthesized tuple."""
+    if isinstance(a, Matrix):
+        if all(len(row) == 1 for row in a.rows):
+            return tuple(row[0] for row in a.rows)
+        if len(a.rows) == 1:
+            return a.rows[0]
+    if isinstance(a, Bracketed) and a.brackets == "()":
+        return a.items
+    return None
+
+
+def _distinct(items: tuple[Answer, ...], eq: Callable[[Answer, Answer], bool]) -> tuple[Answer, ...]:
+    kept: list[Answer] = []
+    for item in items:
+        if not any(eq(item, k) for k in kept):
+            kept.append(item)
+    return tuple(kept)
 
 
 def _unordered_match(xs: tuple[Answer, ...], ys: tuple[Answer, ...], eq: Callable[[Answer, Answer], bool]) -> bool:
@@ -249,8 +296,14 @@ def structures_match(a: Answer, b: Answer, scalar_eq: ScalarEq, equation_eq: Equ
         return rec(a.items[0], b)
     if isinstance(b, Choices) and len(b.items) == 1:
         return rec(a, b.items[0])
+    if isinstance(a, SetAnswer) and isinstance(b, SetAnswer):
+        return _unordered_match(_distinct(a.items, rec), _distinct(b.items, rec), rec)
     if isinstance(a, (Choices, SetAnswer)) and isinstance(b, (Choices, SetAnswer)):
         return _unordered_match(a.items, b.items, rec)
+    if isinstance(a, Matrix) != isinstance(b, Matrix):
+        va, vb = _vector_items(a), _vector_items(b)
+        if va is not None and vb is not None:
+            return len(va) == len(vb) and all(rec(x, y) for x, y in zip(va, vb))
     if type(a) is not type(b):
         return False
     if isinstance(a, Scalar):

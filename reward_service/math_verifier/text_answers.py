@@ -1,0 +1,86 @@
+"""Answers in words: option letters, number words, prose.
+
+Pure string functions used by :mod:`.math_equal` on *normalized* answers
+(``\\text{}``/``\\textbf{}`` already unwrapped):
+
+* :func:`option_letter` -- the letter of a multiple-choice answer:
+  ``D``, ``(D)``, ``(B) 15``, ``B: 15``, ``option D``, ``choice (D)``.
+  Only upper-case ``A``-``J``, so a variable ``x`` or the constant ``e`` is
+  never read as an option.
+* :func:`number_word_value` -- an integer written in English words:
+  ``fourteen``, ``twenty-one``, ``one hundred five``, ``two thousand``.
+* :func:`prose_key` -- prose compared loosely: case, punctuation and
+  spacing do not matter (``\\text{No solution.}`` is ``no solution``).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["option_letter", "number_word_value", "prose_key"]
+
+_BARE_LETTER_RE = re.compile(r"\(?\s*([A-J])\s*\)?\.?")
+_LETTER_WITH_TEXT_RE = re.compile(r"(?:\(\s*([A-J])\s*\)|([A-J])\s*[.:)])\s*\S.*", re.DOTALL)
+_LETTER_PREFIX_RE = re.compile(r"(?:option|choice)\s*\(?\s*([A-J])\s*\)?", re.IGNORECASE)
+
+_UNITS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}
+_TENS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+    "eighty": 80, "ninety": 90,
+}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9}
+_PUNCT_RE = re.compile(r"[^\w]+")
+
+
+def option_letter(s: str) -> str | None:
+    """The option letter of a multiple-choice answer, or ``None``."""
+    s = s.strip()
+    for pattern in (_BARE_LETTER_RE, _LETTER_PREFIX_RE):
+        m = pattern.fullmatch(s)
+        if m is not None:
+            return m.group(1).upper()
+    m = _LETTER_WITH_TEXT_RE.fullmatch(s)
+    if m is not None:
+        return m.group(1) or m.group(2)
+    return None
+
+
+def number_word_value(s: str) -> int | None:
+    """The integer an English number phrase names (``None`` if ``s`` is not one)."""
+    words = s.strip().lower().replace("-", " ").replace(",", " ").split()
+    words = [w for w in words if w != "and"]
+    if not words or len(words) > 12:
+        return None
+    negative = words[0] in ("minus", "negative")
+    if negative:
+        words = words[1:]
+    total = current = 0
+    seen = False
+    for word in words:
+        if word in _UNITS:
+            current += _UNITS[word]
+        elif word in _TENS:
+            current += _TENS[word]
+        elif word in _SCALES:
+            scale = _SCALES[word]
+            if scale == 100:
+                current = max(current, 1) * 100
+            else:
+                total += max(current, 1) * scale
+                current = 0
+        else:
+            return None
+        seen = True
+    if not seen:
+        return None
+    value = total + current
+    return -value if negative else value
+
+
+def prose_key(s: str) -> str:
+    """Prose in a form where case, punctuation and spacing are gone."""
+    return _PUNCT_RE.sub(" ", s.casefold()).strip()
