@@ -219,8 +219,11 @@ def _extract_answer_is(text: str, limit: int) -> str | None:
     line = rest.lstrip(" \t").split("\n", 1)[0]
     if not line.strip():
         line = rest.strip().split("\n", 1)[0]
-    m = _SENTENCE_END_RE.search(line)
-    if m is not None and not (line.lstrip().startswith("$") and "$" in line[m.start():]):
+    spans = math_spans(line)
+    # A sentence ends at a period outside the first math span: "$4.5$." and "$2$ or $3$." stay whole.
+    after = spans[0].end if spans and not line[:spans[0].start].strip() else 0
+    m = _SENTENCE_END_RE.search(line, after)
+    if m is not None:
         line = line[: m.start()]
     answer = _clean_answer_span(line)
     copula = _COPULA_RE.match(answer)

@@ -26,8 +26,10 @@ What it does, in order:
 * trailing units and words after a number (``5 cm``, ``12 dollars``,
   ``3 square units``, ``5cm``) are dropped;
 * a whole number written with thousands separators (``1,000``,
-  ``-12,345.5``) loses its commas; anything else (``(1,2)``, ``1,2``) keeps
-  them;
+  ``-12,345.5``, ``1 000``, ``11,\\!111``) loses them; anything else
+  (``(1,2)``, ``1,2``) keeps its commas;
+* a doubled backslash before a command (``\\\\frac``, from a string escaped
+  twice) is one backslash;
 * whitespace is collapsed, trailing ``.``/``,``/``;`` removed.
 """
 
@@ -49,6 +51,12 @@ _LAYOUT_RE = re.compile(
     r"\\(?:displaystyle|textstyle|quad|qquad|limits|nolimits|mathopen|mathclose)(?![A-Za-z])"
     r"|(?<!\\)\\[!,;: ]|\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![A-Za-z])\.?"
 )
+#: ``\\frac`` written with a doubled backslash (a raw string escaped twice): ``\\\\frac``.
+_DOUBLED_BACKSLASH_RE = re.compile(r"\\\\(?=[A-Za-z])")
+#: ``{,}``, ``{, }``, ``\\{,\\}`` and the thousands idiom ``,\\!`` are a plain comma.
+_BRACED_COMMA_RE = re.compile(r"\\?\{\s*,\s*\\?\}|(?<=\d),\\!\s*(?=\d{3})")
+#: ``1 000 000``: groups of three digits separated by spaces, as a whole answer.
+_SPACE_THOUSANDS_RE = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 _NEG_SPACE_RE = re.compile(r"(?<!\\)\\!")
 _ANGLE_RE = re.compile(r"\\(?:langle|rangle)(?![A-Za-z])|⟨|⟩")
 _ANGLES = {"\\langle": "(", "\\rangle": ")", "⟨": "(", "⟩": ")"}
@@ -202,7 +210,8 @@ def normalize_answer(s: str) -> str:
     for uni, rep in _UNICODE.items():
         if uni in s:
             s = s.replace(uni, rep)
-    s = s.replace("{,}", ",").replace("\\{,\\}", ",")
+    s = _DOUBLED_BACKSLASH_RE.sub(r"\\", s) if "\\begin" not in s else s
+    s = _BRACED_COMMA_RE.sub(",", s)
     s = _DIGIT_SPACE_RE.sub("", s)
     s = _NEG_SPACE_RE.sub("", s)
     s = _LAYOUT_RE.sub(" ", s)
@@ -227,5 +236,7 @@ def normalize_answer(s: str) -> str:
     s = s.rstrip(".,;: ").strip()
     if _THOUSANDS_RE.fullmatch(s) or (s.endswith("%") and _THOUSANDS_RE.fullmatch(s[:-1])):
         s = s.replace(",", "")
+    if _SPACE_THOUSANDS_RE.fullmatch(s):
+        s = s.replace(" ", "")
     s = re.sub(r"(?<=\d)\s*%$", "%", s)
     return s

@@ -28,6 +28,7 @@ REALS = "(-\\infty, \\infty)"
 _GE_RE = re.compile(r"\\(?:geqslant|geq|ge)(?![A-Za-z])|>=|≥")
 _LE_RE = re.compile(r"\\(?:leqslant|leq|le)(?![A-Za-z])|<=|≤")
 _GT_RE = re.compile(r"\\gt(?![A-Za-z])")
+_NE_RE = re.compile(r"\\(?:neq|ne)(?![A-Za-z])|!=|≠")
 _LT_RE = re.compile(r"\\lt(?![A-Za-z])")
 _REALS_RE = re.compile(
     r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R|\\Re|\(?-\s*\\infty\s*,\s*\+?\s*\\infty\s*\)|"
@@ -41,11 +42,13 @@ _LETTER_RE = re.compile(r"(?<!\\)(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
 
 
 def canonical_relations(s: str) -> str:
-    """One spelling per relation: ``\\geq``, ``\\geqslant``, ``>=``, ``≥`` become ``\\ge``; ``\\lt`` is ``<``."""
+    """One spelling per relation: ``\\geq``, ``\\geqslant``, ``>=``, ``≥`` become ``\\ge``; ``\\lt`` is ``<``;
+    ``\\neq``, ``!=``, ``≠`` become ``\\ne``."""
     s = _GE_RE.sub(r"\\ge ", s)
     s = _LE_RE.sub(r"\\le ", s)
     s = _GT_RE.sub(">", s)
     s = _LT_RE.sub("<", s)
+    s = _NE_RE.sub(r"\\ne ", s)
     return s
 
 

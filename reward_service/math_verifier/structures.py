@@ -11,8 +11,8 @@ Rules:
 * ``A \\cup B`` is a union; the pieces are compared as an unordered collection;
   a union of sets (``\\{1,3\\} \\cup \\{5\\}``) is the set of all their elements.
 * ``\\{1, 2\\}`` is a set (unordered); ``\\emptyset`` is the empty set.  Two sets
-  compare as sets (``\\{2,2,4\\}`` is ``\\{2,4\\}``); a set against a bare
-  list compares as lists do (same multiset).
+  compare as sets (``\\{2,2,4\\}`` is ``\\{2,4\\}``), and so do lists of answers
+  (an answer repeated is still one answer).
 * ``\\begin{pmatrix}..\\end{pmatrix}`` (also ``bmatrix`` etc.) is compared
   element-wise with the same shape; the matrix flavour is ignored.  A
   column or row vector equals the tuple of its entries.
@@ -92,7 +92,8 @@ EquationEq = Callable[[Equation, Equation], bool]
 
 _OPEN = "([{"
 _CLOSE = ")]}"
-_LIST_SEP_RE = re.compile(r",\s*(?:and|or)\s+|,|;|\s+(?:and|or)\s+")
+_LIST_SEP_RE = re.compile(r",\s*(?:and|or)\s+|,|;|\s+(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\])")
+_APPROX_RE = re.compile(r"\\approx(?![A-Za-z])")
 _CUP_RE = re.compile(r"\\cup(?![A-Za-z])|\s+U\s+")
 _EQ_RE = re.compile(r"(?<![<>!\\])=|\\(?:in|approx)(?![A-Za-z])")
 _PM_RE = re.compile(r"\\pm(?![A-Za-z])|\+-|\+/-")
@@ -189,16 +190,29 @@ def _parse_list_like(s: str) -> Answer | None:
     return None
 
 
+def _is_listed(s: str) -> bool:
+    """Whether ``s`` is several answers at top level (``1, 2``; not ``(p, q)``)."""
+    return len(split_top_level(s, _LIST_SEP_RE)) > 1
+
+
+def _drop_approximation(s: str) -> str:
+    """``x = 1/3 \\approx 0.33`` states ``x = 1/3``: an approximation after an exact value is a remark."""
+    parts = split_top_level(s, _APPROX_RE)
+    if len(parts) > 1 and parts[0] and _EQ_RE.search(parts[0]) and not _is_listed(s):
+        return parts[0]
+    return s
+
+
 def parse_structure(s: str) -> Answer:
     """Parse a normalized answer into an :data:`Answer` tree (never sympy)."""
-    s = s.strip()
+    s = _drop_approximation(s.strip())
     matrix = _parse_matrix(s)
     if matrix is not None:
         return matrix
     eq = split_top_level(s, _EQ_RE)
-    if len(eq) > 2 and all(eq) and not any(_LIST_SEP_RE.search(part) for part in eq):
+    if len(eq) > 2 and all(eq) and not any(_is_listed(part) for part in eq):
         eq = [eq[0], eq[-1]]  # a chain "x = 2 + 3 = 5" states x = 5
-    if len(eq) == 2 and eq[0] and eq[1] and not _LIST_SEP_RE.search(eq[0]):
+    if len(eq) == 2 and eq[0] and eq[1] and not _is_listed(eq[0]):
         rhs_parts = split_top_level(eq[1], _LIST_SEP_RE)
         if len(rhs_parts) == 1 or not _SINGLE_VAR_RE.fullmatch(eq[0]):
             return Equation(eq[0], eq[1])
@@ -210,6 +224,8 @@ def parse_structure(s: str) -> Answer:
         return set_answer
     if _enclosing_pair(s) and s[0] in "([" and s[-1] in ")]":
         parts = split_top_level(s[1:-1], re.compile(","))
+        if len(parts) == 1:
+            parts = split_top_level(s[1:-1], re.compile(";"))  # "(0;-2;6)"
         if len(parts) > 1:
             return Bracketed(s[0] + s[-1], _items(parts))
     return Scalar(s)
@@ -299,7 +315,7 @@ def structures_match(a: Answer, b: Answer, scalar_eq: ScalarEq, equation_eq: Equ
     if isinstance(a, SetAnswer) and isinstance(b, SetAnswer):
         return _unordered_match(_distinct(a.items, rec), _distinct(b.items, rec), rec)
     if isinstance(a, (Choices, SetAnswer)) and isinstance(b, (Choices, SetAnswer)):
-        return _unordered_match(a.items, b.items, rec)
+        return _unordered_match(_distinct(a.items, rec), _distinct(b.items, rec), rec)
     if isinstance(a, Matrix) != isinstance(b, Matrix):
         va, vb = _vector_items(a), _vector_items(b)
         if va is not None and vb is not None:
