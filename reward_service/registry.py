@@ -104,6 +104,30 @@ class TaskRegistry:
     def infos(self) -> list[TaskInfo]:
         return [self._infos[n] for n in self.names()]
 
+    def self_check(self) -> dict[str, list[str]]:
+        """Runs every task's ``self_check()``; returns the failures of the tasks that have some.
+
+        A self-check that raises is itself a failure (reported, not propagated).
+        """
+        failures: dict[str, list[str]] = {}
+        for name in self.names():
+            try:
+                found = list(self._tasks[name].self_check())
+            except (ValueError, TypeError, KeyError, ArithmeticError, AttributeError, RuntimeError) as exc:
+                found = [f"self_check raised {type(exc).__name__}: {exc}"]
+            if found:
+                failures[name] = found
+        return failures
+
+
+def log_self_check(registry: TaskRegistry) -> dict[str, list[str]]:
+    """Runs the registry's self-check once (at server start-up) and logs each failing task."""
+    failures = registry.self_check()
+    for name, lines in failures.items():
+        logger.error("task %r failed its self-check (%d problems); its rewards are not trustworthy: %s",
+                     name, len(lines), "; ".join(lines[:5]))
+    return failures
+
 
 def _import_task_class(path: str, name: str) -> type[Task] | None:
     """Loads ``package.module:ClassName``, the way entry points name objects; None if not a path."""

@@ -22,7 +22,7 @@ from reward_service.contract import (
     TaskInfo,
     group_stats,
 )
-from reward_service.registry import TaskRegistry, build_registry
+from reward_service.registry import TaskRegistry, build_registry, log_self_check
 from reward_service.rewards_config import RewardsConfig
 from reward_service.task_api import InvalidReference, TaskInput
 from reward_service.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
@@ -154,6 +154,7 @@ class Scorer:
     def __init__(self, config: ScorerConfig) -> None:
         self.config = config
         self.registry: TaskRegistry = build_registry(config.rewards)
+        self.self_check_failures = log_self_check(self.registry)
         pool_config = PoolConfig(
             num_workers=config.workers,
             item_timeout_s=config.item_timeout_s,

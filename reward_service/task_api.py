@@ -50,9 +50,10 @@ class TaskInput:
 class TaskOutcome:
     """What a task says about one completion.
 
-    ``status`` is OK (scored) or NO_ANSWER (scored, nothing extracted), or
-    INVALID_REFERENCE from ``score_batch``. The other unscored statuses
-    (timeout, error, ...) are set by the server, never by tasks.
+    ``status`` is OK (scored) or NO_ANSWER (scored, nothing extracted);
+    INVALID_REFERENCE when the reference cannot be graded, or ERROR when the
+    task's own verifier failed on this item (both unscored: never report a
+    failure of ours as a 0). TIMEOUT is set by the server.
     """
 
     score: float
@@ -111,6 +112,15 @@ class Task(abc.ABC):
             except InvalidReference as exc:
                 outcomes.append(TaskOutcome(0.0, RolloutStatus.INVALID_REFERENCE, detail=str(exc)))
         return outcomes
+
+    def self_check(self) -> list[str]:
+        """Known-answer checks run once at server start-up; one line per failure (default: none).
+
+        A math-like task grades golds against their own common rewrites and
+        known-wrong variants, so a broken configuration is reported before any
+        rollout is scored.
+        """
+        return []
 
     def check_reference(self, reference: Mapping[str, Any]) -> None:
         """Raises InvalidReference when a required field is missing (cheap; runs in the server)."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from reward_service.math_verifier import grade_numeric
+from reward_service.math_verifier.self_check import NUMERIC_SELF_CHECK
 from reward_service.task_api import Task, TaskOutcome
-from reward_service.tasks.math_task import grade_config, outcome_from_grade, reference_answer
+from reward_service.tasks.math_task import grade_config, outcome_from_grade, reference_answer, self_check_failures
 
 
 class Gsm8kTask(Task):
@@ -22,4 +23,8 @@ class Gsm8kTask(Task):
         self._config = grade_config(strict, last_number_fallback)
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
-        return outcome_from_grade(grade_numeric(completion, reference_answer(reference, self.name), self._config))
+        gold = reference_answer(reference, self.name)
+        return outcome_from_grade(grade_numeric(completion, gold, self._config), gold)
+
+    def self_check(self) -> list[str]:
+        return self_check_failures(self, NUMERIC_SELF_CHECK, self._config.extraction.strict)

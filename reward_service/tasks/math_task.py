@@ -4,23 +4,44 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from reward_service.math_verifier import ExtractionConfig, GradeConfig, MathGrade, grade
+from reward_service.contract import RolloutStatus
+from reward_service.math_verifier import ExtractionConfig, GradeConfig, MathGrade, grade, normalize_answer
+from reward_service.math_verifier.self_check import MATH_SELF_CHECK, SelfCheckCase, check_grader
 from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskOutcome
 
 
 def reference_answer(reference: Mapping[str, Any], task: str) -> str:
-    """The gold answer of a math-style reference, as a string."""
+    """The gold answer of a math-style reference, as a string (InvalidReference if empty or not a value)."""
     answer = reference.get("answer")
-    if isinstance(answer, bool) or not isinstance(answer, (str, int, float)) or answer == "":
+    if isinstance(answer, bool) or not isinstance(answer, (str, int, float)) or not normalize_answer(str(answer)):
         raise InvalidReference(f"task {task!r} needs reference {{'answer': <gold>}}, got {dict(reference)!r:.200}")
     return str(answer)
 
 
-def outcome_from_grade(result: MathGrade) -> TaskOutcome:
-    """A MathGrade as a task outcome: no extracted answer is NO_ANSWER (scored 0)."""
+def outcome_from_grade(result: MathGrade, gold: str = "") -> TaskOutcome:
+    """A MathGrade as a task outcome.
+
+    No extracted answer is NO_ANSWER (scored 0). A gold the grader cannot use is
+    INVALID_REFERENCE and a verifier failure is ERROR: both unscored, never a 0.
+    """
+    if result.reason in ("no_gold", "bad_gold"):
+        return TaskOutcome(0.0, RolloutStatus.INVALID_REFERENCE,
+                           detail=f"reference answer {gold!r:.200} cannot be graded ({result.reason})")
+    if result.reason == "error":
+        return TaskOutcome(0.0, RolloutStatus.ERROR, extracted=result.extracted or "",
+                           detail="the math verifier failed on this answer")
     if result.extracted is None:
         return TaskOutcome.no_answer(result.reason)
     return TaskOutcome.binary(result.correct, extracted=result.extracted, detail=result.reason)
+
+
+def self_check_failures(task: Task, cases: tuple[SelfCheckCase, ...], strict: bool) -> list[str]:
+    """Grades the fixed self-check golds through ``task.score`` (see ``math_verifier.self_check``)."""
+    def verdict(completion: str, gold: str) -> bool | None:
+        outcome = task.score(completion, {"answer": gold})
+        return outcome.score == 1.0 if outcome.status.scored else None
+
+    return check_grader(verdict, cases, strict)
 
 
 def grade_config(strict: Any, last_number_fallback: Any) -> GradeConfig:
@@ -48,4 +69,8 @@ class MathTask(Task):
         self._config = grade_config(strict, last_number_fallback)
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
-        return outcome_from_grade(grade(completion, reference_answer(reference, self.name), self._config))
+        gold = reference_answer(reference, self.name)
+        return outcome_from_grade(grade(completion, gold, self._config), gold)
+
+    def self_check(self) -> list[str]:
+        return self_check_failures(self, MATH_SELF_CHECK, self._config.extraction.strict)

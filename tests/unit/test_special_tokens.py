@@ -1,0 +1,44 @@
+"""Chat-template special tokens never change a math verdict."""
+
+from __future__ import annotations
+
+import pytest
+
+from reward_service.math_verifier import grade, grade_numeric
+from reward_service.math_verifier.special_tokens import strip_special_tokens
+
+
+@pytest.mark.parametrize("completion", [
+    "#### 624<|im_end|>",
+    "The answer is 624<|eot_id|>",
+    "So we get $\\boxed{624}$.</s>",
+    "624<｜end▁of▁sentence｜>",
+    "Final answer: 624<end_of_turn><pad><pad>",
+    "<|im_start|>assistant\nThe total is 624.<|im_end|>\n<|endoftext|>",
+    "<|start_header_id|>assistant<|end_header_id|>\n\n#### 624<|eot_id|>",
+])
+def test_a_trailing_or_leading_special_token_is_ignored(completion: str) -> None:
+    assert grade(completion, "624").correct
+    assert grade_numeric(completion, "624").correct
+
+
+def test_a_token_between_digits_does_not_glue_them() -> None:
+    assert not grade("The answer is 1<|eot_id|>2", "12").correct
+
+
+def test_tokens_are_replaced_by_a_line_break() -> None:
+    assert strip_special_tokens("a<|im_end|>b") == "a\nb"
+
+
+def test_the_literal_token_list_is_configurable() -> None:
+    assert strip_special_tokens("5 <END>", ("<END>",)) == "5"
+    assert strip_special_tokens("5 <END>", ()) == "5 <END>"
+
+
+def test_special_tokens_in_the_gold_are_stripped_too() -> None:
+    assert grade("\\boxed{7}", "7<|im_end|>").correct
+
+
+def test_text_without_tokens_is_unchanged() -> None:
+    text = "if a < b and [1, 2] then 3 > 2"
+    assert strip_special_tokens(text) == text
