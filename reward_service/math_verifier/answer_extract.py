@@ -70,10 +70,16 @@ _NUMBER_RE = re.compile(
     r"|-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?|-?\.\d+")
 _SENTENCE_END_RE = re.compile(r"\.(?:\s|$)|\n")
 #: Where a trailing remark starts: "15 (check: ...)", "15, since ...", "15 because",
-#: and a rejected alternative: "8, not 9", "8 rather than 9".
+#: "0.25 (25%)", a restatement ("1/2, i.e. 0.5", "— we reject -5"), and a rejected
+#: alternative ("8, not 9", "8 rather than 9").
 _REMARK_RE = re.compile(
-    r"\s+\((?=[^)]{0,200}[A-Za-z]{3})(?![^)]{0,200}\\)"
-    r"|,?\s+(?:since|because|which|as|so|where|when|if|not|rather than|instead of)\s")
+    r"\s+\((?=[^)]{0,200}[A-Za-z]{3})(?![^)]{0,200}\\)|\s+\((?=[^),A-Za-z\\]{1,40}\))"
+    r"|,?\s+(?:since|because|which|as|so|where|when|if|not|rather than|instead of)\s"
+    r"|,?\s+(?:i\.e\.?|e\.g\.?|that is|or equivalently|equivalently)|\s+(?:—|–|--)\s")
+#: A parenthetical that offers another answer: "8 (although 9 is also possible)", "20 (or 21 if ...)".
+_HEDGE_RE = re.compile(
+    r"\((?=[^)]{0,200}\b(?:or|also|alternatively|possibly|maybe|might|could)\b)(?=[^)]{0,200}\d)[^)]{0,200}\)",
+    re.IGNORECASE)
 #: "The smallest $k$ is 21": a sentence whose answer follows its last copula.
 _COPULA_RE = re.compile(
     r"^(?:the|a|an|our|its|this|that|it|so|thus|hence|therefore)\b.*\s(?:is|are|equals|was|be)\s+(?=\S)",
@@ -202,6 +208,8 @@ def _clean_answer_span(span: str) -> str:
     All ``$``/``\\(..\\)`` delimiters in the span are removed (not just the
     first pair), so "$2$ or $3$" stays a two-candidate answer.
     """
+    if _HEDGE_RE.search(span):
+        return " ".join(span.split())  # a hedge stays in the answer, which then matches nothing
     span = _REMARK_RE.split(span, maxsplit=1)[0]
     for delim in ("\\(", "\\)", "\\[", "\\]", "$", "**"):
         span = span.replace(delim, " ")
@@ -302,7 +310,8 @@ def _extract_fallback(text: str, limit: int, last_number: bool) -> Extraction | 
     """The later of the last math span and the last plain-text number."""
     spans = math_spans(text)
     span = spans[-1] if spans else None
-    number_end, number = _last_plain_number(mask_spans(text, spans)) if last_number else (-1, None)
+    plain = mask_spans(text, spans).replace("**", "  ")  # markdown bold is not an operator
+    number_end, number = _last_plain_number(plain) if last_number else (-1, None)
     if span is not None and span.end > number_end:
         answer = _span_answer(span.content)
         if len(answer) > limit:

@@ -52,7 +52,7 @@ from .relations import canonical_relations, relation_as_interval
 from .structures import Choices, Equation, SetAnswer, parse_structure, structures_match
 from .symbolic import decimal_matches_expression, equations_equal, expressions_equal
 from .sympy_build import add, div, neg, number_digits
-from .text_answers import number_word_value, option_letter, prose_key
+from .text_answers import number_word_value, option_letter, prose_key, time_of_day, times_match
 
 __all__ = ["EquivalenceConfig", "MatchResult", "answers_match", "compare_answers", "answer_part_count"]
 
@@ -204,6 +204,9 @@ def _scalar_equal(a: str, b: str, config: EquivalenceConfig) -> bool:
     a, b = normalize_answer(a), normalize_answer(b)
     if a == b:
         return bool(a)
+    time_a, time_b = time_of_day(a), time_of_day(b)
+    if time_a is not None and time_b is not None:
+        return times_match(time_a, time_b)
     num_a, num_b = _safe_number(a), _safe_number(b)
     if num_a is not None and num_b is not None:
         return numbers_match(num_a, num_b)

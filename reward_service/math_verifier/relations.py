@@ -8,7 +8,8 @@ another way (``x \\geq 7`` and ``7 \\le x``; ``-2 < x < 6`` and ``(-2, 6)``).
 Recognised (``V`` a single variable such as ``x``, ``x_1``, ``\\theta``;
 ``a``, ``b`` bounds without relations or variables of their own):
 
-* ``V op a`` and ``a op V`` with ``op`` one of ``< > \\le \\ge``;
+* ``V op a`` and ``a op V`` with ``op`` one of ``< > \\le \\ge``, and ``V \\ne a``
+  (the reals without ``a``);
 * ``a op V op b`` with both relations pointing the same way;
 * several of those joined by "or" (or ``\\cup``): a union of intervals;
 * the reals: ``\\mathbb{R}`` and "all real numbers" are ``(-\\infty, \\infty)``.
@@ -35,7 +36,7 @@ _REALS_RE = re.compile(
     r"(?:the\s+set\s+of\s+)?all\s+real\s+numbers|the\s+real\s+numbers|real\s+numbers|x\s*\\in\s*\\mathbb\s*\{?R\}?)$",
     re.IGNORECASE)
 # Relations in canonical spelling: "<", ">", "\le", "\ge".
-_REL_RE = re.compile(r"\\le(?![A-Za-z])|\\ge(?![A-Za-z])|<|>")
+_REL_RE = re.compile(r"\\le(?![A-Za-z])|\\ge(?![A-Za-z])|\\ne(?![A-Za-z])|<|>")
 _VAR_RE = re.compile(r"[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|varphi|omega|sigma|tau)")
 _OR_RE = re.compile(r"\s+(?:or)\s+|\\cup(?![A-Za-z])|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])")
 _LETTER_RE = re.compile(r"(?<!\\)(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
@@ -75,6 +76,12 @@ def _one_relation(s: str) -> str | None:
     if len(ops) == 1:
         left, right = pieces
         op = ops[0]
+        if op == "\\ne":
+            if _VAR_RE.fullmatch(right) and _is_bound(left):
+                left, right = right, left
+            if not (_VAR_RE.fullmatch(left) and _is_bound(right)):
+                return None
+            return f"(-\\infty, {right}) \\cup ({right}, \\infty)"
         if _VAR_RE.fullmatch(right) and _is_bound(left):  # "3 > x" is "x < 3"
             left, right = right, left
             op = {"<": ">", ">": "<", "\\le": "\\ge", "\\ge": "\\le"}[op]
@@ -87,7 +94,7 @@ def _one_relation(s: str) -> str | None:
     if not (_VAR_RE.fullmatch(var) and _is_bound(low) and _is_bound(high)):
         return None
     up = {"<": True, "\\le": True, ">": False, "\\ge": False}
-    if up[ops[0]] != up[ops[1]]:
+    if "\\ne" in ops or up[ops[0]] != up[ops[1]]:
         return None
     if up[ops[0]]:
         return _interval(low, ops[0] == "\\le", high, ops[1] == "\\le")

@@ -11,8 +11,9 @@ Rules:
 * ``A \\cup B`` is a union; the pieces are compared as an unordered collection;
   a union of sets (``\\{1,3\\} \\cup \\{5\\}``) is the set of all their elements.
 * ``\\{1, 2\\}`` is a set (unordered); ``\\emptyset`` is the empty set.  Two sets
-  compare as sets (``\\{2,2,4\\}`` is ``\\{2,4\\}``), and so do lists of answers
-  (an answer repeated is still one answer).
+  compare as sets (``\\{2,2,4\\}`` is ``\\{2,4\\}``); a list of answers (or a set
+  against a list) compares as a multiset (``2, 2, 4`` is not ``2, 4``: roots
+  listed with multiplicity).
 * ``\\begin{pmatrix}..\\end{pmatrix}`` (also ``bmatrix`` etc.) is compared
   element-wise with the same shape; the matrix flavour is ignored.  A
   column or row vector equals the tuple of its entries.
@@ -236,16 +237,18 @@ _NO_VARIABLE_RE = re.compile(r"(?:\\[A-Za-z]+|[^A-Za-z])*")
 _LABEL_RE = re.compile(r"[A-Za-z(|\\][^=+\-*/^<>]*")
 
 
-def _rhs_if_assignment(a: Answer) -> Answer:
+def _rhs_if_assignment(a: Answer, answer_side: bool = False) -> Answer:
     """``x = 3``, ``(p, q) = (3, 2)`` and ``2 \\cdot 4 = 8`` stand for their right side.
 
     The right side counts when the left is a single variable, or a label
-    (no operator) and the right has no variable; ``7 = 11a + c`` and
-    ``a + 3z = 0`` stay equations.
+    (no operator) and the right has no variable.  On the answer's side
+    (``answer_side``) any left side will do when the right has no variable:
+    "$a + b = 9$" answers 9.  A gold ``7 = 11a + c`` or ``a + 3z = 0`` stays an
+    equation: the question asked for one.
     """
     if isinstance(a, Equation):
-        lhs = a.lhs.strip()
-        if _SINGLE_VAR_RE.fullmatch(lhs) or (_LABEL_RE.fullmatch(lhs) and _NO_VARIABLE_RE.fullmatch(a.rhs.strip())):
+        lhs, rhs_constant = a.lhs.strip(), _NO_VARIABLE_RE.fullmatch(a.rhs.strip()) is not None
+        if _SINGLE_VAR_RE.fullmatch(lhs) or (rhs_constant and (answer_side or _LABEL_RE.fullmatch(lhs))):
             return parse_structure(a.rhs)
     return a
 
@@ -297,14 +300,14 @@ def _equations_match(a: Equation, b: Equation, scalar_eq: ScalarEq, equation_eq:
 
 
 def structures_match(a: Answer, b: Answer, scalar_eq: ScalarEq, equation_eq: EquationEq) -> bool:
-    """Compare two answer trees; leaves use ``scalar_eq``, equations ``equation_eq``."""
+    """Compare the answer tree ``a`` with the gold tree ``b``; leaves use ``scalar_eq``, equations ``equation_eq``."""
     def rec(x: Answer, y: Answer) -> bool:
         return structures_match(x, y, scalar_eq, equation_eq)
 
     if isinstance(a, Equation) and isinstance(b, Equation):
         return _equations_match(a, b, scalar_eq, equation_eq)
     if isinstance(a, Equation) or isinstance(b, Equation):
-        a2, b2 = _rhs_if_assignment(a), _rhs_if_assignment(b)
+        a2, b2 = _rhs_if_assignment(a, answer_side=True), _rhs_if_assignment(b)
         if isinstance(a2, Equation) or isinstance(b2, Equation):
             return False
         return rec(a2, b2)
@@ -315,7 +318,7 @@ def structures_match(a: Answer, b: Answer, scalar_eq: ScalarEq, equation_eq: Equ
     if isinstance(a, SetAnswer) and isinstance(b, SetAnswer):
         return _unordered_match(_distinct(a.items, rec), _distinct(b.items, rec), rec)
     if isinstance(a, (Choices, SetAnswer)) and isinstance(b, (Choices, SetAnswer)):
-        return _unordered_match(_distinct(a.items, rec), _distinct(b.items, rec), rec)
+        return _unordered_match(a.items, b.items, rec)
     if isinstance(a, Matrix) != isinstance(b, Matrix):
         va, vb = _vector_items(a), _vector_items(b)
         if va is not None and vb is not None:

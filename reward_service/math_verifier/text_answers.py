@@ -9,6 +9,8 @@ Pure string functions used by :mod:`.math_equal` on *normalized* answers
   never read as an option.
 * :func:`number_word_value` -- an integer written in English words:
   ``fourteen``, ``twenty-one``, ``one hundred five``, ``two thousand``.
+* :func:`time_of_day` -- a clock time ``9:30``, ``9:30 a.m.``, ``21:30``;
+  with no a.m./p.m. on one side, only hours and minutes are compared.
 * :func:`prose_key` -- prose compared loosely: case, punctuation and
   spacing do not matter (``\\text{No solution.}`` is ``no solution``).
 """
@@ -17,7 +19,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["option_letter", "number_word_value", "prose_key"]
+__all__ = ["option_letter", "number_word_value", "prose_key", "time_of_day", "times_match"]
+
+_TIME_RE = re.compile(r"(\d{1,2}):(\d{2})\s*(?:([ap])\.?\s*m\.?)?", re.IGNORECASE)
 
 _BARE_LETTER_RE = re.compile(r"\(?\s*([A-J])\s*\)?\.?")
 _LETTER_WITH_TEXT_RE = re.compile(r"(?:\(\s*([A-J])\s*\)|([A-J])\s*[.:)])\s*\S.*", re.DOTALL)
@@ -79,6 +83,21 @@ def number_word_value(s: str) -> int | None:
         return None
     value = total + current
     return -value if negative else value
+
+
+def time_of_day(s: str) -> tuple[int, int, str | None] | None:
+    """``(hour, minute, "a"/"p"/None)`` of a clock time, or ``None``."""
+    m = _TIME_RE.fullmatch(s.strip())
+    if m is None or int(m.group(2)) > 59 or int(m.group(1)) > 24:
+        return None
+    return int(m.group(1)), int(m.group(2)), m.group(3).lower() if m.group(3) else None
+
+
+def times_match(a: tuple[int, int, str | None], b: tuple[int, int, str | None]) -> bool:
+    """Same clock time; a.m./p.m. count only when both sides give one."""
+    if a[2] and b[2] and a[2] != b[2]:
+        return False
+    return a[:2] == b[:2]
 
 
 def prose_key(s: str) -> str:
