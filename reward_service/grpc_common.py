@@ -1,10 +1,22 @@
-"""What every gRPC server of the suite shares: request rejection, id checks, channel options."""
+"""What every gRPC server of the suite shares: request rejection, id checks, deadlines, channel options."""
 
 from __future__ import annotations
 
-from typing import Iterable
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Iterable, Iterator
 
 import grpc
+
+logger = logging.getLogger(__name__)
+
+#: gRPC reports a call without a deadline as about 9e18 seconds remaining, which no wait
+#: accepts ("timestamp out of range"); more time left than this reads as "no deadline".
+NO_DEADLINE_S = 1e9
+
+#: Default of every server's ``max_call_s``: the longest a handler waits for one call's work.
+DEFAULT_MAX_CALL_S = 3600.0
 
 
 class RequestRejected(ValueError):
@@ -26,6 +38,59 @@ def check_ids(ids: Iterable[str], noun: str = "rollout") -> None:
             raise RequestRejected(grpc.StatusCode.INVALID_ARGUMENT,
                                   f"duplicate {noun} id {item_id!r} (index {i}); ids must be unique per request")
         seen.add(item_id)
+
+
+@dataclass(frozen=True)
+class WaitBudget:
+    """How long a handler may wait for its call's work, and whether the server's cap (not the
+    client's deadline) is what bounds it."""
+
+    seconds: float
+    by_server_cap: bool
+
+    def expired(self, what: str, advice: str) -> RequestRejected:
+        """The DEADLINE_EXCEEDED rejection once the budget ran out with ``what`` still pending.
+
+        ``advice`` completes "raise the call timeout or ..." (e.g. "send smaller batches").
+        """
+        if self.by_server_cap:
+            message = (f"{what} after this server's limit of {self.seconds:g}s per call; "
+                       f"raise the server's --max-call-s or {advice}")
+        else:
+            message = f"deadline passed with {what}; raise the call timeout or {advice}"
+        return RequestRejected(grpc.StatusCode.DEADLINE_EXCEEDED, message)
+
+
+def wait_budget(context: grpc.ServicerContext, cap_s: float) -> WaitBudget:
+    """The time a handler may wait for its call's work: what is left of the client's deadline,
+    at most ``cap_s``.
+
+    A call without a deadline is served like any other: its work is waited for until done,
+    bounded only by the server's cap (so no handler thread is held forever).
+    """
+    remaining = context.time_remaining()
+    if remaining is None or remaining > NO_DEADLINE_S or remaining >= cap_s:
+        return WaitBudget(cap_s, by_server_cap=True)
+    return WaitBudget(max(0.0, remaining), by_server_cap=False)
+
+
+@contextlib.contextmanager
+def unexpected_as_internal(what: str) -> Iterator[None]:
+    """Turns an unexpected exception inside the block into RequestRejected(INTERNAL) naming ``what``.
+
+    The traceback goes to the log; the caller answers the rejection like any other, so a
+    server bug ends the call loudly (never UNKNOWN, never a stream closed OK with requests
+    unanswered). RequestRejected passes through unchanged.
+    """
+    try:
+        yield
+    except RequestRejected:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- the boundary between a server bug and the call's status
+        logger.exception("%s failed inside the server", what)
+        raise RequestRejected(grpc.StatusCode.INTERNAL,
+                              f"{what} failed inside the server ({type(exc).__name__}: {exc}); "
+                              "this is a server bug: the server log has the traceback") from exc
 
 
 def server_options(max_message_mb: int) -> list[tuple[str, int]]:

@@ -67,6 +67,8 @@ _FUNCS: dict[str, Callable[[sympy.Expr], sympy.Expr]] = {
     "csc": sympy.csc, "cot": sympy.cot, "arcsin": sympy.asin, "arccos": sympy.acos,
     "arctan": sympy.atan, "sinh": sympy.sinh, "cosh": sympy.cosh, "tanh": sympy.tanh,
     "ln": sympy.log, "log": sympy.log, "exp": sympy.exp,
+    # Plain-text spellings (sympy/Python output: "asin(3*x)").
+    "asin": sympy.asin, "acos": sympy.acos, "atan": sympy.atan,
 }
 _CONSTANTS = {"pi": sympy.pi, "infty": sympy.oo, "infinity": sympy.oo, "inf": sympy.oo}
 _MUL_OPS = {"*", "\\cdot", "\\times", "\\ast"}

@@ -59,7 +59,7 @@ __all__ = ["EquivalenceConfig", "MatchResult", "answers_match", "compare_answers
 #: Letter runs of 3+ characters (not LaTeX commands) that are still mathematics.
 _MATH_WORDS = frozenset({
     "sin", "cos", "tan", "sec", "csc", "cot", "log", "exp", "sqrt", "arcsin", "arccos", "arctan",
-    "sinh", "cosh", "tanh", "infty", "inf", "infinity", "abc", "xyz", "frac",
+    "sinh", "cosh", "tanh", "infty", "inf", "infinity", "abc", "xyz", "frac", "asin", "acos", "atan",
 })
 _DIGIT_GAP_RE = re.compile(r"(?<=\d) +(?=\d)")
 _WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")

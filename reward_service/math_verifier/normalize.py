@@ -163,9 +163,10 @@ def _strip_trailing_units(s: str) -> str:
     stripped = False
     while len(tokens) > 1:
         tok = tokens[-1]
-        is_unit = _UNIT_TOKEN_RE.fullmatch(tok) is not None and tok.lower() not in _MATH_WORDS
-        if is_unit and len(tok.rstrip(".")) == 1 and tok.rstrip(".") not in _SINGLE_LETTER_UNITS:
-            is_unit = False
+        is_unit = _UNIT_TOKEN_RE.fullmatch(tok) is not None
+        base = re.match(r"[A-Za-z]*", tok).group()  # "x" of "x^{3}", "m" of "m^2", "km" of "km/h"
+        if base.lower() in _MATH_WORDS or (len(base) == 1 and base not in _SINGLE_LETTER_UNITS):
+            is_unit = False  # a variable ("747 x^{3}"), never a unit
         if not is_unit:
             break
         tokens.pop()

@@ -181,3 +181,22 @@ def test_a_rejected_alternative_after_the_answer_is_dropped() -> None:
 def test_two_candidates_stay_two_candidates() -> None:
     assert not _ok("The answer is 8 or 9.", "8")
     assert not _ok("The answer is 8 or 9.", "9")
+
+
+# Found by the differential harness (make verify-diff)
+def test_a_trailing_power_of_a_variable_is_never_dropped_as_a_unit() -> None:
+    assert not _ok("\\boxed{738 - 747 x^{3}}", "738 - 747 x^{2}")
+    assert not _ok("\\boxed{3 y}", "3")
+
+
+def test_a_unit_with_an_exponent_is_still_a_unit() -> None:
+    assert _ok("\\boxed{12 cm^2}", "12")
+
+
+def test_python_function_names_in_a_gold_are_functions() -> None:
+    assert _ok("$x \\arcsin{\\left(3 x \\right)} + C$", "x*asin(3*x) + C")
+
+
+def test_a_thousands_separator_on_the_right_of_an_assignment_is_one_number() -> None:
+    assert _ok("So the answer is \\(x = 3,150\\).", "3150")
+    assert _ok("\\[ 12{,}500 \\]", "x = 12{,}500")
