@@ -95,10 +95,14 @@ class Rollout:
             group_id=str(data.get("group_id") or ""),
         )
 
-    def dedup_key(self) -> tuple[str, str, str, str]:
-        """Identical (task, completion, reference, prompt) items are verified once."""
+    def dedup_key(self) -> tuple[str, str, str, str, str]:
+        """Identical (task, completion, reference, prompt, metadata) items are verified once.
+
+        Metadata is part of the key because tasks may read it (``TaskInput.metadata``).
+        """
         ref = json.dumps(self.reference, sort_keys=True, default=str)
-        return (self.task, self.completion, ref, self.prompt)
+        meta = json.dumps(dict(self.metadata), sort_keys=True) if self.metadata else ""
+        return (self.task, self.completion, ref, self.prompt, meta)
 
 
 @dataclass(frozen=True)

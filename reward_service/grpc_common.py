@@ -87,10 +87,15 @@ def unexpected_as_internal(what: str) -> Iterator[None]:
     except RequestRejected:
         raise
     except Exception as exc:  # noqa: BLE001 -- the boundary between a server bug and the call's status
-        logger.exception("%s failed inside the server", what)
-        raise RequestRejected(grpc.StatusCode.INTERNAL,
-                              f"{what} failed inside the server ({type(exc).__name__}: {exc}); "
-                              "this is a server bug: the server log has the traceback") from exc
+        raise internal_error(what, exc) from exc
+
+
+def internal_error(what: str, exc: Exception) -> RequestRejected:
+    """Logs ``exc`` with its traceback and returns the INTERNAL rejection that names ``what``."""
+    logger.error("%s failed inside the server", what, exc_info=exc)
+    return RequestRejected(grpc.StatusCode.INTERNAL,
+                           f"{what} failed inside the server ({type(exc).__name__}: {exc}); "
+                           "this is a server bug: the server log has the traceback")
 
 
 def server_options(max_message_mb: int) -> list[tuple[str, int]]:

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
 from reward_service.contract import ScoreBatchResult
 
+#: The ``task`` label of every rollout whose task is not registered: task names come from
+#: clients, and one series per name sent would grow without bound.
+UNKNOWN_TASK_LABEL = "_unknown"
+
 
 class RewardMetrics:
-    """Counters and histograms a reward server exports on ``--metrics-port``."""
+    """Counters and histograms a reward server exports on ``--metrics-port``.
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    Series are labelled with ``known_tasks`` (the registered ones) only; rollouts of any
+    other task name count under :data:`UNKNOWN_TASK_LABEL`.
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None, known_tasks: Iterable[str] = ()) -> None:
         self.registry = registry or CollectorRegistry()
+        self._known_tasks = frozenset(known_tasks)
         self._http = None
         self._http_thread = None
         self.requests = Counter(
@@ -32,9 +43,14 @@ class RewardMetrics:
         self.requests.labels(method, "OK").inc()
         self.request_seconds.labels(method).observe(batch.elapsed_ms / 1000.0)
         for r in batch.results:
-            self.rollouts.labels(r.task, r.status.name).inc()
+            task = self.task_label(r.task)
+            self.rollouts.labels(task, r.status.name).inc()
             if r.elapsed_ms:
-                self.verify_seconds.labels(r.task).observe(r.elapsed_ms / 1000.0)
+                self.verify_seconds.labels(task).observe(r.elapsed_ms / 1000.0)
+
+    def task_label(self, task: str) -> str:
+        """``task`` when it is registered, else :data:`UNKNOWN_TASK_LABEL` (bounded cardinality)."""
+        return task if task in self._known_tasks else UNKNOWN_TASK_LABEL
 
     def observe_error(self, method: str, code: str) -> None:
         self.requests.labels(method, code).inc()

@@ -2,11 +2,12 @@
 
 Used by the gRPC servicer and by ``reward-service score`` in-process, so both
 score exactly the same way. Per request, identical (task, completion,
-reference, prompt) items are verified once.
+reference, prompt, metadata) items are verified once.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -36,6 +37,8 @@ from reward_service.worker_pool import (
     WorkerCrashed,
     WorkerPool,
 )
+
+logger = logging.getLogger(__name__)
 
 # A job of several items should take about this share of the item time limit.
 JOB_SHARE_OF_LIMIT = 0.05
@@ -183,7 +186,8 @@ class Scorer:
             first = key not in unique
             if first:
                 unique[key] = Future()
-                item = ScoreItem(rollout.task, TaskInput(rollout.completion, rollout.reference, rollout.prompt))
+                item = ScoreItem(rollout.task, TaskInput(rollout.completion, rollout.reference, rollout.prompt,
+                                                         rollout.metadata))
                 by_task.setdefault(rollout.task, []).append((item, unique[key]))
             batch._slot_future[i] = (unique[key], first)
         batch._item_futures = list(unique.values())
@@ -250,7 +254,8 @@ class Scorer:
             entry[1].set_exception(exc)
 
     def _precheck(self, rollout: Rollout) -> RolloutResult | None:
-        """Answers at once what needs no worker: unknown task, missing reference fields."""
+        """Answers at once what needs no worker: unknown task, missing reference fields, and a
+        ``check_reference`` that fails (a task bug: ERROR, unscored) rather than rejecting the reference."""
         if rollout.task not in self.registry:
             return unscored(rollout, RolloutStatus.UNKNOWN_TASK,
                             f"unknown task {rollout.task!r}; registered: {', '.join(self.registry.names())}")
@@ -258,6 +263,10 @@ class Scorer:
             self.registry.get(rollout.task).check_reference(rollout.reference)
         except InvalidReference as exc:
             return unscored(rollout, RolloutStatus.INVALID_REFERENCE, str(exc))
+        except Exception as exc:  # noqa: BLE001 -- a task plugin's bug fails its rollout, not the request
+            logger.warning("task %r: check_reference failed on rollout %r", rollout.task, rollout.id, exc_info=exc)
+            return unscored(rollout, RolloutStatus.ERROR,
+                            f"task {rollout.task!r} failed checking the reference: {type(exc).__name__}: {exc}")
         return None
 
     def close(self) -> None:

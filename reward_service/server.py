@@ -17,7 +17,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from reward.v1 import reward_pb2, reward_pb2_grpc
-from reward_service.grpc_common import bind_insecure, server_options
+from reward_service.grpc_common import DEFAULT_MAX_CALL_S, bind_insecure, server_options
 from reward_service.metrics import RewardMetrics
 from reward_service.rewards_config import RewardsConfig
 from reward_service.scoring import Scorer, ScorerConfig
@@ -44,6 +44,8 @@ class ServerConfig:
     job_size: int = field(default=16, metadata={"help": "most unique items of one task per worker job"})
     server_threads: int = field(default=32, metadata={"help": "gRPC handler threads (concurrent calls)"})
     grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
+    max_call_s: float = field(default=DEFAULT_MAX_CALL_S, metadata={
+        "help": "longest a call waits for its rollouts, with or without a client deadline; then DEADLINE_EXCEEDED"})
     metrics_port: int = field(default=0, metadata={"help": "Prometheus /metrics port (0: off)"})
     rewards: RewardsConfig = field(default_factory=RewardsConfig)
 
@@ -52,6 +54,8 @@ class ServerConfig:
             raise ValueError(f"port must be in 0..65535, got {self.port}")
         if self.max_rollouts_per_request < 1 or self.server_threads < 1 or self.max_message_mb < 1:
             raise ValueError("max_rollouts_per_request, server_threads and max_message_mb must be >= 1")
+        if not self.max_call_s > 0:
+            raise ValueError(f"max_call_s must be > 0 seconds, got {self.max_call_s}")
 
     def scorer_config(self) -> ScorerConfig:
         return ScorerConfig(workers=self.workers, item_timeout_s=self.item_timeout_s,
@@ -72,9 +76,9 @@ class RewardServer:
         self.config = config
         self.scorer = scorer
         self._owns_scorer = owns_scorer
-        self.metrics = RewardMetrics()
-        self.servicer = RewardServicer(
-            scorer, RequestLimits(config.max_rollouts_per_request, config.max_item_timeout_s), self.metrics)
+        self.metrics = RewardMetrics(known_tasks=scorer.registry.names())
+        limits = RequestLimits(config.max_rollouts_per_request, config.max_item_timeout_s, config.max_call_s)
+        self.servicer = RewardServicer(scorer, limits, self.metrics)
         self.health = health.HealthServicer()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.server_threads,
                                                              thread_name_prefix="grpc"),

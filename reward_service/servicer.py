@@ -11,7 +11,7 @@ import math
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, NoReturn
 
 import grpc
 
@@ -19,7 +19,14 @@ from reward.v1 import reward_pb2 as pb
 from reward.v1 import reward_pb2_grpc
 from reward_service import convert
 from reward_service.contract import Rollout
-from reward_service.grpc_common import RequestRejected, check_ids
+from reward_service.grpc_common import (
+    DEFAULT_MAX_CALL_S,
+    RequestRejected,
+    check_ids,
+    internal_error,
+    unexpected_as_internal,
+    wait_budget,
+)
 from reward_service.metrics import RewardMetrics
 from reward_service.scoring import PendingBatch, QueueFullError, Scorer
 
@@ -32,6 +39,7 @@ class RequestLimits:
 
     max_rollouts: int = 8192
     max_item_timeout_s: float = 60.0
+    max_call_s: float = DEFAULT_MAX_CALL_S  # longest a Score call waits for its rollouts
 
 
 def parse_request(request: pb.ScoreRequest, limits: RequestLimits) -> list[Rollout]:
@@ -67,28 +75,39 @@ class RewardServicer(reward_pb2_grpc.RewardServiceServicer):
         except QueueFullError as exc:
             raise RequestRejected(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)) from None
 
-    def _abort(self, context: grpc.ServicerContext, method: str, exc: RequestRejected) -> None:
+    def _abort(self, context: grpc.ServicerContext, method: str, exc: RequestRejected) -> NoReturn:
         self._metrics.observe_error(method, exc.code.name)
         context.abort(exc.code, str(exc))
 
+    def _answer(self, method: str, batch: PendingBatch) -> pb.ScoreResponse:
+        result = batch.result()
+        self._metrics.observe_batch(method, result)
+        return convert.batch_to_proto(result)
+
     def Score(self, request: pb.ScoreRequest, context: grpc.ServicerContext) -> pb.ScoreResponse:
         try:
-            batch = self._submit(request)
+            with unexpected_as_internal(f"request {request.request_id!r}"):
+                return self._score(request, context)
         except RequestRejected as exc:
             self._abort(context, "Score", exc)
+
+    def _score(self, request: pb.ScoreRequest, context: grpc.ServicerContext) -> pb.ScoreResponse:
+        batch = self._submit(request)
         context.add_callback(batch.cancel)  # a cancelled call drops its queued items
-        if not batch.wait(context.time_remaining()):
+        budget = wait_budget(context, self._limits.max_call_s)
+        if not batch.wait(budget.seconds):
             batch.cancel()
-            self._abort(context, "Score", RequestRejected(
-                grpc.StatusCode.DEADLINE_EXCEEDED,
-                f"deadline passed with rollouts of request {request.request_id!r} still being verified; "
-                "raise the call timeout or send smaller batches"))
-        result = batch.result()
-        self._metrics.observe_batch("Score", result)
-        return convert.batch_to_proto(result)
+            raise budget.expired(f"rollouts of request {request.request_id!r} still being verified",
+                                 "send smaller batches")
+        return self._answer("Score", batch)
 
     def ScoreStream(self, request_iterator: Iterator[pb.ScoreRequest],
                     context: grpc.ServicerContext) -> Iterator[pb.ScoreResponse]:
+        """Answers each request as soon as its rollouts are done (not in request order).
+
+        A rejected request, or a failure of the server itself, cancels what is pending and
+        ends the stream with that status: the stream never ends OK with a request unanswered.
+        """
         events: queue.Queue = queue.Queue()
         pending: list[PendingBatch] = []
         reader = threading.Thread(target=self._read_stream, args=(request_iterator, events, pending),
@@ -108,30 +127,42 @@ class RewardServicer(reward_pb2_grpc.RewardServiceServicer):
             elif kind == "done":
                 outstanding -= 1
                 pending.remove(value)
-                result = value.result()
-                self._metrics.observe_batch("ScoreStream", result)
-                yield convert.batch_to_proto(result)
+                try:
+                    with unexpected_as_internal(f"request {value.request_id!r}"):
+                        response = self._answer("ScoreStream", value)
+                except RequestRejected as exc:
+                    self._fail_stream(context, pending, exc)
+                yield response
             elif kind == "rejected":
-                for b in pending:
-                    b.cancel()
-                self._abort(context, "ScoreStream", value)
+                self._fail_stream(context, pending, value)
             else:  # "eof"
                 reading = False
 
+    def _fail_stream(self, context: grpc.ServicerContext, pending: list[PendingBatch],
+                     exc: RequestRejected) -> NoReturn:
+        for batch in list(pending):
+            batch.cancel()
+        self._abort(context, "ScoreStream", exc)
+
     def _read_stream(self, requests: Iterator[pb.ScoreRequest], events: queue.Queue,
                      pending: list[PendingBatch]) -> None:
+        """Submits each request as it arrives; a rejection or a server failure goes to the handler."""
+        last = None
         try:
             for request in requests:
-                try:
+                last = request.request_id
+                with unexpected_as_internal(f"request {request.request_id!r}"):
                     batch = self._submit(request)
-                except RequestRejected as exc:
-                    events.put(("rejected", exc))
-                    return
                 pending.append(batch)
                 events.put(("submitted", batch))
                 batch.add_done_callback(lambda b: events.put(("done", b)))
+        except RequestRejected as exc:
+            events.put(("rejected", exc))
         except grpc.RpcError:  # the client cancelled or the stream broke
             logger.debug("score stream ended by the client")
+        except Exception as exc:  # noqa: BLE001 -- reading the stream failed: end it loudly
+            where = "the first request" if last is None else f"the request after {last!r}"
+            events.put(("rejected", internal_error(f"reading {where}", exc)))
         finally:
             events.put(("eof", None))
 

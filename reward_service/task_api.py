@@ -39,11 +39,16 @@ class InvalidTaskOptions(ValueError):
 
 @dataclass(frozen=True)
 class TaskInput:
-    """One completion to score, with its reference data (what ``score_batch`` receives)."""
+    """One completion to score, with its reference data (what ``score_batch`` receives).
+
+    ``metadata`` is the rollout's opaque caller metadata (``Rollout.metadata`` in the
+    contract), passed through unchanged; only ``score_batch`` sees it.
+    """
 
     completion: str
     reference: Mapping[str, Any]
     prompt: str = ""
+    metadata: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,15 @@ class Task(abc.ABC):
     Options come from the rewards config (``tasks: {name: {options: {...}}}``)
     as keyword arguments to ``__init__``; a subclass that takes options
     declares them there and raises InvalidTaskOptions on bad values.
+
+    The rollout's caller metadata (``map<string, string>`` in the contract) reaches a
+    task through ``score_batch``: each :class:`TaskInput` carries it as ``metadata``.
+    ``score`` keeps its three-argument signature; a task that reads metadata overrides
+    ``score_batch``. Identical items with different metadata are scored separately.
+
+    ``check_reference`` runs in the server for every rollout: it raises InvalidReference
+    for an unusable reference (answered INVALID_REFERENCE); any other exception is a bug
+    of the task and answers that rollout ERROR (unscored), never the whole request.
     """
 
     name: ClassVar[str] = ""

@@ -20,7 +20,7 @@ _registry: TaskRegistry | None = None
 
 @dataclass(frozen=True)
 class ScoreItem:
-    """One unique (task, completion, reference, prompt) to verify."""
+    """One unique (task, completion, reference, prompt, metadata) to verify."""
 
     task: str
     input: TaskInput

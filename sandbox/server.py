@@ -23,7 +23,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from reward.v1 import sandbox_pb2, sandbox_pb2_grpc
-from reward_service.grpc_common import bind_insecure, server_options
+from reward_service.grpc_common import DEFAULT_MAX_CALL_S, bind_insecure, server_options
 from sandbox.execution import Executor, Limits
 from sandbox.languages import Language, load_languages
 from sandbox.servicer import RequestLimits, SandboxServicer
@@ -58,6 +58,8 @@ class SandboxServerConfig:
     max_message_mb: int = field(default=64, metadata={"help": "largest request/response message"})
     server_threads: int = field(default=32, metadata={"help": "gRPC handler threads (concurrent calls)"})
     grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
+    max_call_s: float = field(default=DEFAULT_MAX_CALL_S, metadata={
+        "help": "longest a call waits for its programs, with or without a client deadline; then DEADLINE_EXCEEDED"})
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -70,6 +72,8 @@ class SandboxServerConfig:
             raise ValueError("max_batch, max_queue, max_memory_mb, max_message_mb and server_threads must be >= 1")
         if self.grace_s < 0:
             raise ValueError(f"grace_s must be >= 0, got {self.grace_s}")
+        if not self.max_call_s > 0:
+            raise ValueError(f"max_call_s must be > 0 seconds, got {self.max_call_s}")
         defaults = Limits()  # a request that leaves its limits unset gets these: the caps must allow them
         for cap, value, name in ((self.max_wall_s, max(defaults.wall_s, defaults.cpu_s), "max_wall_s"),
                                  (self.max_compile_s, defaults.compile_wall_s, "max_compile_s"),
@@ -83,7 +87,8 @@ class SandboxServerConfig:
 
     def request_limits(self) -> RequestLimits:
         return RequestLimits(max_batch=self.max_batch, max_queue=self.max_queue, max_wall_s=self.max_wall_s,
-                             max_compile_s=self.max_compile_s, max_memory_mb=self.max_memory_mb)
+                             max_compile_s=self.max_compile_s, max_memory_mb=self.max_memory_mb,
+                             max_call_s=self.max_call_s)
 
     def language_table(self) -> dict[str, Language]:
         return load_languages(self.languages or None)

@@ -23,7 +23,7 @@ import grpc
 
 from reward.v1 import sandbox_pb2 as pb
 from reward.v1 import sandbox_pb2_grpc
-from reward_service.grpc_common import RequestRejected
+from reward_service.grpc_common import DEFAULT_MAX_CALL_S, RequestRejected, unexpected_as_internal, wait_budget
 from sandbox import convert
 from sandbox.execution import (
     ExecutionRequest,
@@ -48,6 +48,7 @@ class RequestLimits:
     max_wall_s: float = 60.0         # cap on wall_s and cpu_s
     max_compile_s: float = 120.0     # cap on compile_wall_s
     max_memory_mb: int = 4096        # cap on memory_mb and scratch_mb
+    max_call_s: float = DEFAULT_MAX_CALL_S  # longest a call waits for its programs
 
 
 def validate_request(request: ExecutionRequest, languages: Mapping[str, Language], limits: RequestLimits) -> None:
@@ -119,8 +120,9 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         try:
             if self.draining.is_set():
                 raise RequestRejected(grpc.StatusCode.UNAVAILABLE, "server is draining; retry on another replica")
-            requests = parse_requests(msgs, self._languages, self._limits)
-            results = self._run(requests, context)
+            with unexpected_as_internal(f"running {len(msgs)} programs"):
+                requests = parse_requests(msgs, self._languages, self._limits)
+                results = self._run(requests, context)
         except RequestRejected as exc:
             context.abort(exc.code, str(exc))
         return [convert.result_to_proto(r) for r in results]
@@ -137,12 +139,12 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
             _cancel(futures)
             raise RequestRejected(grpc.StatusCode.UNAVAILABLE, "server is shutting down; retry on another replica")
         context.add_callback(lambda: _cancel(futures))  # the call ended (done, cancelled, expired)
-        _, not_done = wait(futures, timeout=context.time_remaining())
+        budget = wait_budget(context, self._limits.max_call_s)
+        _, not_done = wait(futures, timeout=budget.seconds)
         if not_done:
             _cancel(futures)
-            raise RequestRejected(grpc.StatusCode.DEADLINE_EXCEEDED,
-                                  f"deadline passed with {len(not_done)} of {len(requests)} programs not finished; "
-                                  "raise the call timeout or send fewer programs per call")
+            raise budget.expired(f"{len(not_done)} of {len(requests)} programs not finished",
+                                 "send fewer programs per call")
         try:
             return [fut.result() for fut in futures]
         except CancelledError:

@@ -21,7 +21,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from reward.v1 import reward_model_pb2, reward_model_pb2_grpc
-from reward_service.grpc_common import bind_insecure, server_options
+from reward_service.grpc_common import DEFAULT_MAX_CALL_S, bind_insecure, server_options
 from reward_service.rm.checkpoint import DTYPES, CheckpointError, LoadedRewardModel, load_checkpoint
 from reward_service.rm.dynamic_batcher import BatcherConfig, DynamicBatcher
 from reward_service.rm.model_holder import Loader, ModelHolder
@@ -53,6 +53,8 @@ class RewardModelServerConfig:
     server_threads: int = field(default=64, metadata={"help": "gRPC handler threads (concurrent calls)"})
     torch_threads: int = field(default=0, metadata={"help": "torch intra-op threads (0: torch's default)"})
     grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
+    max_call_s: float = field(default=DEFAULT_MAX_CALL_S, metadata={
+        "help": "longest a call waits for its scores, with or without a client deadline; then DEADLINE_EXCEEDED"})
 
     def __post_init__(self) -> None:
         if not self.checkpoint:
@@ -65,6 +67,8 @@ class RewardModelServerConfig:
             raise ValueError("max_length and torch_threads must be >= 0 (0: default)")
         if min(self.max_items_per_request, self.server_threads, self.max_message_mb) < 1:
             raise ValueError("max_items_per_request, server_threads and max_message_mb must be >= 1")
+        if not self.max_call_s > 0:
+            raise ValueError(f"max_call_s must be > 0 seconds, got {self.max_call_s}")
         self.batcher_config()  # validates the batching fields
 
     def batcher_config(self) -> BatcherConfig:
@@ -89,7 +93,8 @@ class RewardModelServer:
         for name in ("", SERVICE_NAME):
             self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         self.holder = ModelHolder(loader, on_loaded=self._on_loaded)
-        self.servicer = RewardModelServicer(self.holder, self.batcher, RequestLimits(config.max_items_per_request))
+        limits = RequestLimits(config.max_items_per_request, config.max_call_s)
+        self.servicer = RewardModelServicer(self.holder, self.batcher, limits)
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.server_threads,
                                                              thread_name_prefix="rm-grpc"),
                                   options=config.grpc_options())

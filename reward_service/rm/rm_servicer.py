@@ -26,7 +26,13 @@ from reward_service.rm.dynamic_batcher import (
     QueueFull,
 )
 from reward_service.rm.model_holder import ModelHolder, ModelNotReady, ReloadInProgress
-from reward_service.grpc_common import RequestRejected, check_ids
+from reward_service.grpc_common import (
+    DEFAULT_MAX_CALL_S,
+    RequestRejected,
+    check_ids,
+    unexpected_as_internal,
+    wait_budget,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +42,7 @@ class RequestLimits:
     """Limits checked on every Score request."""
 
     max_items: int = 1024
+    max_call_s: float = DEFAULT_MAX_CALL_S  # longest a Score call waits for its pairs
 
 
 def validate_request(request: pb.RewardModelRequest, limits: RequestLimits) -> None:
@@ -66,10 +73,11 @@ class RewardModelServicer(reward_model_pb2_grpc.RewardModelServiceServicer):
 
     def Score(self, request: pb.RewardModelRequest, context: grpc.ServicerContext) -> pb.RewardModelResponse:
         try:
-            validate_request(request, self._limits)
-            model = self._model()
-            pairs = [model.encode(item.prompt, item.completion) for item in request.items]
-            scores = self._wait(self._submit(model, pairs), context)
+            with unexpected_as_internal(f"scoring {len(request.items)} pairs"):
+                validate_request(request, self._limits)
+                model = self._model()
+                pairs = [model.encode(item.prompt, item.completion) for item in request.items]
+                scores = self._wait(self._submit(model, pairs), context)
         except RequestRejected as exc:
             context.abort(exc.code, str(exc))
         meta = model.metadata
@@ -86,16 +94,14 @@ class RewardModelServicer(reward_model_pb2_grpc.RewardModelServiceServicer):
         except BatcherClosed as exc:
             raise RequestRejected(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
 
-    @staticmethod
-    def _wait(pending: PendingScores, context: grpc.ServicerContext) -> list[float]:
+    def _wait(self, pending: PendingScores, context: grpc.ServicerContext) -> list[float]:
         context.add_callback(pending.cancel)  # a cancelled call drops its queued pairs
+        budget = wait_budget(context, self._limits.max_call_s)
         try:
-            return pending.result(context.time_remaining())
+            return pending.result(budget.seconds)
         except (TimeoutError, concurrent.futures.TimeoutError):
             pending.cancel()
-            raise RequestRejected(grpc.StatusCode.DEADLINE_EXCEEDED,
-                                  "deadline passed before every pair was scored; raise the call timeout "
-                                  "or send fewer pairs per call") from None
+            raise budget.expired("pairs not yet scored", "send fewer pairs per call") from None
         except concurrent.futures.CancelledError:
             raise RequestRejected(grpc.StatusCode.CANCELLED, "the call was cancelled") from None
         except ForwardPassError as exc:

@@ -17,6 +17,8 @@ TEST_REWARDS = RewardsConfig(
         TaskSpec("crash", "tests.integration.stress_tasks:CrashTask"),
         TaskSpec("sleep", "tests.integration.stress_tasks:SleepTask"),
         TaskSpec("raise", "tests.integration.stress_tasks:RaiseTask"),
+        TaskSpec("bad_check", "tests.integration.stress_tasks:BadCheckTask"),
+        TaskSpec("metadata", "tests.integration.stress_tasks:MetadataTask"),
     ),
     rewards=(CompositeSpec("math_with_format", {"math": 1.0, "format": 0.2}),),
 )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from reward_service.task_api import Task, TaskOutcome
+from reward_service.task_api import Task, TaskInput, TaskOutcome
 
 
 class HangTask(Task):
@@ -57,3 +58,30 @@ class RaiseTask(Task):
         if completion == "raise":
             raise RuntimeError("verifier bug")
         return TaskOutcome.binary(True)
+
+
+class BadCheckTask(Task):
+    """A buggy plugin: ``check_reference`` raises KeyError when the reference lacks 'key'."""
+
+    name = "bad_check"
+    description = "test task: check_reference raises KeyError without reference.key"
+
+    def check_reference(self, reference: Mapping[str, Any]) -> None:
+        _ = reference["key"]  # the bug under test: a KeyError, not InvalidReference
+
+    def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
+        return TaskOutcome.binary(True)
+
+
+class MetadataTask(Task):
+    """Scores 1 and reports the rollout metadata it was given (as sorted JSON) in ``extracted``."""
+
+    name = "metadata"
+    description = "test task: echoes TaskInput.metadata"
+
+    def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
+        return self.score_batch([TaskInput(completion, reference, prompt)])[0]
+
+    def score_batch(self, items: Sequence[TaskInput]) -> list[TaskOutcome]:
+        return [TaskOutcome.binary(True, extracted=json.dumps(dict(item.metadata), sort_keys=True))
+                for item in items]

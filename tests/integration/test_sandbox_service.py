@@ -60,6 +60,11 @@ def test_execute_passes_a_correct_program(stub):
     assert result.backend == "process"
 
 
+def test_execute_without_a_deadline_is_answered(stub):
+    result = stub.Execute.future(humaneval(rid="plain")).result(timeout=60)  # no timeout: no deadline on the call
+    assert (result.id, result.verdict, result.passed) == ("plain", pb.VERDICT_ACCEPTED, True)
+
+
 def test_execute_batch_answers_every_style_in_request_order(stub):
     requests = [
         humaneval("def add(a, b):\n    return a - b\n", rid="wrong"),

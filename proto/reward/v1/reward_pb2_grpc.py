@@ -65,7 +65,9 @@ class RewardServiceServicer:
         """Bidirectional: send requests (e.g. one GRPO group each) as generation
         finishes them; each request is answered by one response carrying its
         request_id, as soon as all of its rollouts are scored. Responses may come
-        back in a different order than the requests.
+        back in a different order than the requests. A request rejected with a
+        status above ends the stream with that status; it never ends OK with a
+        request unanswered.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
