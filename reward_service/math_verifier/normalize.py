@@ -56,7 +56,7 @@ _DOUBLED_BACKSLASH_RE = re.compile(r"\\\\(?=[A-Za-z])")
 #: ``{,}``, ``{, }``, ``\\{,\\}`` and the thousands idiom ``,\\!`` are a plain comma.
 _BRACED_COMMA_RE = re.compile(r"\\?\{\s*,\s*\\?\}|(?<=\d),\\!\s*(?=\d{3})")
 #: ``1 000 000``: groups of three digits separated by spaces, as a whole answer.
-_SPACE_THOUSANDS_RE = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
+_SPACE_THOUSANDS_RE = re.compile(r"[-+]?[1-9]\d{0,2}(?: \d{3})+(?:\.\d+)?")
 _NEG_SPACE_RE = re.compile(r"(?<!\\)\\!")
 _ANGLE_RE = re.compile(r"\\(?:langle|rangle)(?![A-Za-z])|⟨|⟩")
 _ANGLES = {"\\langle": "(", "\\rangle": ")", "⟨": "(", "⟩": ")"}
@@ -74,7 +74,7 @@ _TEXT_CMD_RE = re.compile(
     r"\\(?:text|textbf|textit|textrm|texttt|textnormal|mathrm|mathbf|mathit|mathsf|mathtt|"
     r"mbox|hbox|operatorname|boldsymbol|bm|mathbb|emph)\s*\{"
 )
-_THOUSANDS_RE = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_THOUSANDS_RE = re.compile(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")
 _WS_RE = re.compile(r"\s+")
 #: "≈ 1.05", "\approx 1.05", "about 12": the marker says the value is rounded; the value is the answer.
 _APPROX_PREFIX_RE = re.compile(

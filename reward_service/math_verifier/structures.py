@@ -94,7 +94,7 @@ EquationEq = Callable[[Equation, Equation], bool]
 _OPEN = "([{"
 _CLOSE = ")]}"
 _LIST_SEP_RE = re.compile(r",\s*(?:and|or)\s+|,|;|\s+(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\])")
-_THOUSANDS_RE = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_THOUSANDS_RE = re.compile(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")
 _APPROX_RE = re.compile(r"\\approx(?![A-Za-z])")
 _CUP_RE = re.compile(r"\\cup(?![A-Za-z])|\s+U\s+")
 _EQ_RE = re.compile(r"(?<![<>!\\])=|\\(?:in|approx)(?![A-Za-z])")
