@@ -268,10 +268,11 @@ def _vector_items(a: Answer) -> tuple[Answer, ...] | None:
     return None
 
 
-def _distinct(items: tuple[Answer, ...], eq: Callable[[Answer, Answer], bool]) -> tuple[Answer, ...]:
+def _distinct(items: tuple[Answer, ...]) -> tuple[Answer, ...]:
+    """``items`` without repeats written the same way (cheap: no value comparison, so no sympy)."""
     kept: list[Answer] = []
     for item in items:
-        if not any(eq(item, k) for k in kept):
+        if item not in kept:
             kept.append(item)
     return tuple(kept)
 
@@ -319,7 +320,7 @@ def structures_match(a: Answer, b: Answer, scalar_eq: ScalarEq, equation_eq: Equ
     if isinstance(b, Choices) and len(b.items) == 1:
         return rec(a, b.items[0])
     if isinstance(a, SetAnswer) and isinstance(b, SetAnswer):
-        return _unordered_match(_distinct(a.items, rec), _distinct(b.items, rec), rec)
+        return _unordered_match(_distinct(a.items), _distinct(b.items), rec)
     if isinstance(a, (Choices, SetAnswer)) and isinstance(b, (Choices, SetAnswer)):
         return _unordered_match(a.items, b.items, rec)
     if isinstance(a, Matrix) != isinstance(b, Matrix):
