@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SYSTEM_SETUP := scripts/system_setup.sh || echo "warning: scripts/system_setup.sh failed; the sandbox's docker backend is unavailable" >&2
 
-.PHONY: setup system-setup demo test test-fast proto bench bench-math bench-rm bench-sandbox bench-sandbox-docker bench-trainer clean
+.PHONY: setup system-setup demo test test-fast proto bench bench-math verify-diff bench-rm bench-sandbox bench-sandbox-docker bench-trainer clean
 
 setup: system-setup $(STAMP)
 
@@ -47,6 +47,12 @@ bench: bench-math bench-rm bench-sandbox bench-trainer
 bench-math: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) bench/bench_math.py
+
+# Math verifier vs math-verify on ~19k generated pairs (reasoning-gym answers, rewrites of every dev/held-out
+# gold), each verdict known by construction: accuracy, agreement, false positives, disagreement classes.
+verify-diff: $(STAMP)
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) bench/verify_diff.py
 
 # Reward model: training vs TRL's RewardTrainer; serving with vs without dynamic batching (fp32, then
 # bf16 on CPUs with AMX/avx512_bf16 -- skipped, saying so, where bf16 would only be emulated); then the

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import random
 import signal
@@ -34,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Callable
+
+from math_peer import peer
 
 ROOT = Path(__file__).resolve().parent.parent
 DEVSET = ROOT / "data" / "math_devset.jsonl"
@@ -49,20 +50,6 @@ def ours() -> Callable[[str, str], bool]:
     from reward_service.math_verifier import grade
 
     return lambda completion, gold: grade(completion, gold).correct
-
-
-def peer() -> Callable[[str, str], bool]:
-    from math_verify import parse, verify
-
-    # math-verify logs every timeout with the whole (megabyte-long) input; keep the report readable.
-    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
-
-    def check(completion: str, gold: str) -> bool:
-        # math-verify wants LaTeX golds delimited; full solutions (\boxed, ####) go in as they are.
-        gold_text = gold if ("\\boxed" in gold or "####" in gold) else f"${gold}$"
-        return bool(verify(parse(gold_text), parse(completion)))
-
-    return check
 
 
 def run_verifier(check: Callable[[str, str], bool], cases: list[dict]) -> list[tuple[bool, float]]:
