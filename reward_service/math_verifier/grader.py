@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from .answer_extract import Extraction, ExtractionConfig, extract_answer
 from .errors import ExpressionTooLarge
-from .math_equal import EquivalenceConfig, MatchResult, answer_part_count, compare_answers
+from .math_equal import EquivalenceConfig, answer_part_count, compare_answers
 from .math_spans import math_spans
 from .normalize import normalize_answer
 from .numeric import numbers_match, parse_number
@@ -126,11 +126,14 @@ def grade(completion: str, gold: str, config: GradeConfig = GradeConfig()) -> Ma
         together = compare_answers(joined, target, config.equivalence)
         if together.match or result.reason == "error":
             result, answer = together, joined
-    return _grade_of(result, answer, extraction.method)
+    return MathGrade(result.match, answer, extraction.method, result.reason)
 
 
-def _grade_of(result: MatchResult, answer: str, method: str) -> MathGrade:
-    return MathGrade(result.match, answer, method, result.reason)
+def _value_side(answer: str) -> str:
+    """``x = 5`` and ``48 / 2 = 24`` state the number on the right of their last ``=``."""
+    if "=" not in answer:
+        return answer
+    return normalize_answer(answer.rsplit("=", 1)[1])
 
 
 def grade_numeric(completion: str, gold: str, config: GradeConfig = GradeConfig()) -> MathGrade:
@@ -143,8 +146,8 @@ def grade_numeric(completion: str, gold: str, config: GradeConfig = GradeConfig(
     if len(extraction.answer) > limit or len(target) > limit:
         return MathGrade(False, extraction.answer, extraction.method, "too_large")
     try:
-        pred_num = parse_number(normalize_answer(extraction.answer))
-        gold_num = parse_number(normalize_answer(target))
+        pred_num = parse_number(_value_side(normalize_answer(extraction.answer)))
+        gold_num = parse_number(_value_side(normalize_answer(target)))
     except ExpressionTooLarge:
         return MathGrade(False, extraction.answer, extraction.method, "too_large")
     if gold_num is None:

@@ -200,3 +200,11 @@ def test_python_function_names_in_a_gold_are_functions() -> None:
 def test_a_thousands_separator_on_the_right_of_an_assignment_is_one_number() -> None:
     assert _ok("So the answer is \\(x = 3,150\\).", "3150")
     assert _ok("\\[ 12{,}500 \\]", "x = 12{,}500")
+
+
+def test_gsm8k_grading_reads_the_value_of_a_delimited_assignment() -> None:
+    from reward_service.math_verifier import grade_numeric
+
+    assert grade_numeric("So she has $x = 5$ apples left.", "5").correct
+    assert grade_numeric("In total $48 / 2 + 1 = 25$.", "25").correct
+    assert not grade_numeric("In total $48 / 2 + 1 = 25$.", "24").correct
