@@ -5,7 +5,9 @@
     reward-service score --in rollouts.jsonl --out scores.jsonl --endpoint localhost:50051
     reward-service serve-rm --checkpoint runs/rm/final --port 50052                   # reward model
 
-Flags default to ``REWARD_SERVICE_<FLAG>`` environment variables (for containers).
+Flags default to ``REWARD_SERVICE_<FLAG>`` environment variables (for containers); the
+security flags (TLS, token, ``--insecure``) to ``REWARD_SUITE_<FLAG>``, shared by every
+server and client of the suite (the token itself: ``REWARD_SUITE_AUTH_TOKEN``).
 """
 
 from __future__ import annotations
@@ -20,22 +22,25 @@ from typing import Any, Sequence
 
 from tqdm import tqdm
 
+from reward_service.channel_security import add_client_security_flags, client_security_from_args
 from reward_service.contract import Rollout, RolloutResult
 from reward_service.jsonl_io import JsonlError, read_rollouts, write_results
 from reward_service.rewards_config import RewardsConfig, RewardsConfigError
 from reward_service.rm.rm_server import RewardModelServerConfig
 from reward_service.server import ServerConfig
+from reward_service.server_security import add_server_security_flags, server_security_from_args
 
 logger = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(processName)s %(levelname)s %(name)s: %(message)s"
 ENV_PREFIX = "REWARD_SERVICE_"
 SCORE_CHUNK = 256
+NESTED_FIELDS = ("rewards", "security")  # config sections with flags of their own
 
 
 def _add_server_flags(parser: argparse.ArgumentParser, only: Sequence[str] | None = None) -> None:
     """One flag per ServerConfig field, with its help text and an environment default."""
     for f in dataclasses.fields(ServerConfig):
-        if f.name == "rewards" or (only is not None and f.name not in only):
+        if f.name in NESTED_FIELDS or (only is not None and f.name not in only):
             continue
         env = os.environ.get(ENV_PREFIX + f.name.upper())
         default = f.default if env is None else type(f.default)(env)
@@ -55,14 +60,16 @@ def _server_config(args: argparse.Namespace, fields: Sequence[str]) -> ServerCon
 def cmd_serve(args: argparse.Namespace) -> int:
     from reward_service.server import serve
 
-    fields = [f.name for f in dataclasses.fields(ServerConfig) if f.name != "rewards"]
-    serve(_server_config(args, fields))
+    fields = [f.name for f in dataclasses.fields(ServerConfig) if f.name not in NESTED_FIELDS]
+    serve(dataclasses.replace(_server_config(args, fields), security=server_security_from_args(args)))
     return 0
 
 
 def _add_rm_server_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per RewardModelServerConfig field (booleans are switches), with environment defaults."""
     for f in dataclasses.fields(RewardModelServerConfig):
+        if f.name in NESTED_FIELDS:
+            continue
         flag, env = f"--{f.name.replace('_', '-')}", os.environ.get(ENV_PREFIX + f.name.upper())
         if isinstance(f.default, bool):
             default = f.default if env is None else env.lower() in ("1", "true", "yes")
@@ -76,8 +83,9 @@ def _add_rm_server_flags(parser: argparse.ArgumentParser) -> None:
 def cmd_serve_rm(args: argparse.Namespace) -> int:
     from reward_service.rm.rm_server import serve_rm
 
-    serve_rm(RewardModelServerConfig(**{f.name: getattr(args, f.name)
-                                        for f in dataclasses.fields(RewardModelServerConfig)}))
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RewardModelServerConfig)
+              if f.name not in NESTED_FIELDS}
+    serve_rm(RewardModelServerConfig(**values, security=server_security_from_args(args)))
     return 0
 
 
@@ -93,9 +101,11 @@ def _score_in_process(rollouts: list[Rollout], args: argparse.Namespace, bar: tq
 
 
 def _score_remote(rollouts: list[Rollout], args: argparse.Namespace, bar: tqdm):
+    from trainer_client.channel_config import ChannelConfig
     from trainer_client.reward_client import RewardClient
 
-    with RewardClient(args.endpoint, timeout_s=args.call_timeout) as client:
+    channel = ChannelConfig(security=client_security_from_args(args))
+    with RewardClient(args.endpoint, timeout_s=args.call_timeout, channel=channel) as client:
         for start in range(0, len(rollouts), SCORE_CHUNK):
             chunk = rollouts[start:start + SCORE_CHUNK]
             yield from client.score(chunk)
@@ -131,12 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the gRPC reward server")
     _add_server_flags(serve)
+    add_server_security_flags(serve)
     serve.add_argument("--config", default=os.environ.get(ENV_PREFIX + "CONFIG"),
                        help="rewards YAML: task options and composite rewards")
     serve.set_defaults(func=cmd_serve)
 
     serve_rm = sub.add_parser("serve-rm", help="run the gRPC reward-model server (dynamic batching)")
     _add_rm_server_flags(serve_rm)
+    add_server_security_flags(serve_rm)
     serve_rm.set_defaults(func=cmd_serve_rm)
 
     score = sub.add_parser("score", help="score a JSONL file in-process, or through --endpoint")
@@ -148,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--call-timeout", type=float, default=600.0, help="deadline per call to --endpoint")
     score.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_server_flags(score, only=("workers", "item_timeout_s", "memory_limit_mb"))
+    add_client_security_flags(score)
     score.set_defaults(func=cmd_score)
     return parser
 

@@ -108,13 +108,3 @@ def server_options(max_message_mb: int) -> list[tuple[str, int]]:
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
     ]
 
-
-def bind_insecure(server: grpc.Server, host: str, port: int) -> int:
-    """Binds ``host:port`` (port 0: any free one) and returns the port; raises OSError when it cannot."""
-    try:
-        bound = server.add_insecure_port(f"{host}:{port}")
-    except RuntimeError as exc:
-        raise OSError(f"could not bind {host}:{port}: {exc}") from exc
-    if bound == 0:
-        raise OSError(f"could not bind {host}:{port}")
-    return bound

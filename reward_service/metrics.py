@@ -55,8 +55,12 @@ class RewardMetrics:
     def observe_error(self, method: str, code: str) -> None:
         self.requests.labels(method, code).inc()
 
-    def serve_http(self, port: int, host: str = "0.0.0.0") -> None:
-        """Exposes /metrics over HTTP (prometheus-client's own server) until ``close()``."""
+    def serve_http(self, port: int, host: str = "127.0.0.1") -> None:
+        """Exposes /metrics on ``host:port`` over HTTP (prometheus-client's own server) until ``close()``.
+
+        Loopback unless told otherwise: the reward server passes its ``--metrics-host``, which
+        defaults to the gRPC bind host.
+        """
         self._http, self._http_thread = start_http_server(port, addr=host, registry=self.registry)
 
     def close(self) -> None:

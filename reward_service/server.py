@@ -17,10 +17,11 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from reward.v1 import reward_pb2, reward_pb2_grpc
-from reward_service.grpc_common import DEFAULT_MAX_CALL_S, bind_insecure, server_options
+from reward_service.grpc_common import DEFAULT_MAX_CALL_S, server_options
 from reward_service.metrics import RewardMetrics
 from reward_service.rewards_config import RewardsConfig
 from reward_service.scoring import Scorer, ScorerConfig
+from reward_service.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from reward_service.servicer import RequestLimits, RewardServicer
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,8 @@ SERVICE_NAME = reward_pb2.DESCRIPTOR.services_by_name["RewardService"].full_name
 class ServerConfig:
     """Everything ``reward-service serve`` needs; built from CLI flags (see cli.py)."""
 
-    host: str = field(default="127.0.0.1", metadata={"help": "address to bind (0.0.0.0 for all)"})
+    host: str = field(default="127.0.0.1", metadata={
+        "help": "address to bind (0.0.0.0 for all: needs TLS, a token or --insecure)"})
     port: int = field(default=50051, metadata={"help": "port to bind; 0 picks a free one"})
     workers: int = field(default=2, metadata={"help": "verification worker processes"})
     item_timeout_s: float = field(default=5.0, metadata={"help": "default hard time limit per item"})
@@ -47,7 +49,9 @@ class ServerConfig:
     max_call_s: float = field(default=DEFAULT_MAX_CALL_S, metadata={
         "help": "longest a call waits for its rollouts, with or without a client deadline; then DEADLINE_EXCEEDED"})
     metrics_port: int = field(default=0, metadata={"help": "Prometheus /metrics port (0: off)"})
+    metrics_host: str = field(default="", metadata={"help": "address /metrics binds (empty: the --host)"})
     rewards: RewardsConfig = field(default_factory=RewardsConfig)
+    security: ServerSecurityConfig = field(default_factory=ServerSecurityConfig)
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -72,8 +76,10 @@ class ServerConfig:
 class RewardServer:
     """A started server: ``port`` is the bound port; ``stop()`` drains and shuts down."""
 
-    def __init__(self, config: ServerConfig, scorer: Scorer, owns_scorer: bool) -> None:
+    def __init__(self, config: ServerConfig, scorer: Scorer, owns_scorer: bool,
+                 security: ServerSecurity | None = None) -> None:
         self.config = config
+        self.security = prepare(config.security, config.host) if security is None else security
         self.scorer = scorer
         self._owns_scorer = owns_scorer
         self.metrics = RewardMetrics(known_tasks=scorer.registry.names())
@@ -82,17 +88,17 @@ class RewardServer:
         self.health = health.HealthServicer()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.server_threads,
                                                              thread_name_prefix="grpc"),
-                                  options=config.grpc_options())
+                                  options=config.grpc_options(), interceptors=self.security.interceptors())
         reward_pb2_grpc.add_RewardServiceServicer_to_server(self.servicer, self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
-        self.port = bind_insecure(self.server, config.host, config.port)
+        self.port = self.security.bind(self.server, config.host, config.port)
         self.server.start()
         for name in ("", SERVICE_NAME):
             self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         if config.metrics_port:
-            self.metrics.serve_http(config.metrics_port, config.host)
+            self.metrics.serve_http(config.metrics_port, config.metrics_host or config.host)
 
     @property
     def address(self) -> str:
@@ -112,11 +118,15 @@ class RewardServer:
 
 
 def create_server(config: ServerConfig, scorer: Scorer | None = None) -> RewardServer:
-    """Builds and starts a server (and its Scorer, unless one is given, which it then won't close)."""
+    """Builds and starts a server (and its Scorer, unless one is given, which it then won't close).
+
+    Raises ValueError when the bind policy refuses ``config.host`` -- before any worker starts.
+    """
+    security = prepare(config.security, config.host)
     owns = scorer is None
     scorer = scorer or Scorer(config.scorer_config())
     try:
-        return RewardServer(config, scorer, owns)
+        return RewardServer(config, scorer, owns, security)
     except (OSError, RuntimeError):
         if owns:
             scorer.close()
@@ -130,7 +140,8 @@ def serve(config: ServerConfig) -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    logger.info("reward server listening on %s with tasks %s", server.address, server.scorer.registry.names())
+    logger.info("reward server listening on %s with tasks %s; %s", server.address, server.scorer.registry.names(),
+                server.security.describe())
     stop.wait()
     logger.info("draining (grace %.1fs)", config.grace_s)
     server.stop()

@@ -11,7 +11,8 @@ passed, 1 when not, 2 when the input is unusable. ``batch`` writes one line out
 per line in, in order (format: ``sandbox/submissions.py``), with a progress bar
 on stderr. Both run an in-process executor (``--backend``), or use a running
 server with ``--endpoint``. ``serve`` flags default to ``SANDBOX_<FLAG>``
-environment variables (for containers).
+environment variables (for containers); the security flags (TLS, token, ``--insecure``, and
+the client's ``--tls-ca`` etc.) to the suite-wide ``REWARD_SUITE_<FLAG>`` ones.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import os
 import sys
 from typing import Sequence
 
+from reward_service.channel_security import add_client_security_flags, client_security_from_args
+from reward_service.server_security import add_server_security_flags, server_security_from_args
 from sandbox.execution import Executor, InvalidExecutionRequest, Limits, SandboxUnavailable
 from sandbox.languages import Language, load_languages, resolve_language
 from sandbox.server import BACKENDS, SandboxServerConfig
@@ -36,11 +39,14 @@ ENV_PREFIX = "SANDBOX_"
 def _add_server_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per SandboxServerConfig field, with its help text and an environment default."""
     for f in dataclasses.fields(SandboxServerConfig):
+        if f.name == "security":
+            continue
         env = os.environ.get(ENV_PREFIX + f.name.upper())
         default = f.default if env is None else type(f.default)(env)
         kwargs = {"choices": BACKENDS} if f.name == "backend" else {}
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=default,
                             help=f"{f.metadata.get('help', '')} (default: {default})", **kwargs)
+    add_server_security_flags(parser)
 
 
 def _add_executor_flags(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +57,7 @@ def _add_executor_flags(parser: argparse.ArgumentParser) -> None:
                         help=f"wall and CPU seconds per program, all its tests together (default: {Limits.wall_s:g})")
     parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
                         help=f"memory limit per program (default: {Limits.memory_mb})")
+    add_client_security_flags(parser)
 
 
 def _limits(args: argparse.Namespace) -> Limits:
@@ -61,7 +68,7 @@ def _executor(args: argparse.Namespace, concurrency: int, languages: dict[str, L
     if args.endpoint:
         from sandbox.remote_executor import RemoteExecutor
 
-        return RemoteExecutor(args.endpoint)
+        return RemoteExecutor(args.endpoint, security=client_security_from_args(args))
     from sandbox.factory import create_executor
 
     return create_executor(args.backend, concurrency=concurrency, languages=languages)
@@ -70,7 +77,8 @@ def _executor(args: argparse.Namespace, concurrency: int, languages: dict[str, L
 def cmd_serve(args: argparse.Namespace) -> int:
     from sandbox.server import serve
 
-    serve(SandboxServerConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(SandboxServerConfig)}))
+    serve(SandboxServerConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(SandboxServerConfig)
+                                 if f.name != "security"}, security=server_security_from_args(args)))
     return 0
 
 

@@ -12,7 +12,10 @@ unusable (INVALID_ARGUMENT) raises InvalidExecutionRequest; any other failure
 of a call (unreachable, draining past the retries, queue full, deadline) is a
 SANDBOX_ERROR result for each of its programs -- never a verdict on the code.
 Only UNAVAILABLE is retried, by gRPC itself (a service-config retry policy).
-The channel is opened on first use in the calling process (after any fork).
+The channel is opened on first use in the calling process (after any fork), with
+``security`` (TLS, bearer token; default: the ``REWARD_SUITE_*`` environment, see
+``reward_service/channel_security.py``): a server that wants a token it did not get
+answers UNAUTHENTICATED, which is a SANDBOX_ERROR result like any other failed call.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any, Sequence
 import grpc
 
 from reward.v1 import sandbox_pb2, sandbox_pb2_grpc
+from reward_service.channel_security import ClientSecurity, open_channel
 from sandbox import convert
 from sandbox.execution import ExecutionRequest, ExecutionResult, InvalidExecutionRequest, Verdict
 
@@ -53,7 +57,7 @@ class RemoteExecutor:
     """Executor over a SandboxService endpoint. Thread-safe; ``close()`` closes the channel."""
 
     def __init__(self, endpoint: str, *, call_timeout_s: float = 300.0, max_batch: int = 256,
-                 max_message_mb: int = 64, max_attempts: int = 3) -> None:
+                 max_message_mb: int = 64, max_attempts: int = 3, security: ClientSecurity | None = None) -> None:
         if not endpoint:
             raise ValueError("endpoint is empty: give the host:port of a `python -m sandbox serve` server")
         if call_timeout_s <= 0 or max_batch < 1 or max_message_mb < 1 or not 1 <= max_attempts <= 5:
@@ -62,6 +66,7 @@ class RemoteExecutor:
         self.name = f"remote:{endpoint}"
         self.call_timeout_s = call_timeout_s
         self.max_batch = max_batch
+        self.security = ClientSecurity.from_env() if security is None else security
         size = max_message_mb * 1024 * 1024
         self._options: list[tuple[str, Any]] = [
             ("grpc.max_send_message_length", size),
@@ -79,7 +84,7 @@ class RemoteExecutor:
     def _service(self) -> Any:
         with self._lock:
             if self._stub is None or self._pid != os.getpid():
-                self._channel = grpc.insecure_channel(self.endpoint, options=self._options)
+                self._channel = open_channel(self.endpoint, self._options, self.security)
                 self._stub = sandbox_pb2_grpc.SandboxServiceStub(self._channel)
                 self._pid = os.getpid()
             return self._stub

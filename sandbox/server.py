@@ -6,7 +6,9 @@ Start order matters: the executor (and its sandbox processes: bwrap zygotes or
 containers) exists before the gRPC server, so nothing is ever forked from a
 threaded gRPC process. Health (``grpc.health.v1``) answers SERVING for "" and
 ``reward.v1.SandboxService`` once the server is up, NOT_SERVING while draining;
-server reflection is on, so ``grpcurl -plaintext localhost:50053 list`` works.
+server reflection is on, so ``grpcurl -plaintext localhost:50053 list`` works. This server
+runs code for its callers: off loopback it needs TLS, a bearer token or an explicit
+``--insecure`` (see ``reward_service/server_security.py``); health and reflection stay open.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from reward.v1 import sandbox_pb2, sandbox_pb2_grpc
-from reward_service.grpc_common import DEFAULT_MAX_CALL_S, bind_insecure, server_options
+from reward_service.grpc_common import DEFAULT_MAX_CALL_S, server_options
+from reward_service.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from sandbox.execution import Executor, Limits
 from sandbox.languages import Language, load_languages
 from sandbox.servicer import RequestLimits, SandboxServicer
@@ -45,7 +48,8 @@ def available_cpus() -> int:
 class SandboxServerConfig:
     """Everything ``python -m sandbox serve`` needs; built from CLI flags (see cli.py)."""
 
-    host: str = field(default="127.0.0.1", metadata={"help": "address to bind (0.0.0.0 for all)"})
+    host: str = field(default="127.0.0.1", metadata={
+        "help": "address to bind (0.0.0.0 for all: needs TLS, a token or --insecure)"})
     port: int = field(default=50053, metadata={"help": "port to bind; 0 picks a free one"})
     backend: str = field(default="process", metadata={"help": "process (bwrap sandboxes) or docker (containers)"})
     workers: int = field(default=0, metadata={"help": "programs run at once (sandbox slots); 0: the CPUs available"})
@@ -60,6 +64,7 @@ class SandboxServerConfig:
     grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
     max_call_s: float = field(default=DEFAULT_MAX_CALL_S, metadata={
         "help": "longest a call waits for its programs, with or without a client deadline; then DEADLINE_EXCEEDED"})
+    security: ServerSecurityConfig = field(default_factory=ServerSecurityConfig)
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -98,20 +103,22 @@ class SandboxServer:
     """A started server: ``port`` is the bound port; ``stop()`` drains and shuts down."""
 
     def __init__(self, config: SandboxServerConfig, executor: Executor, languages: dict[str, Language],
-                 owns_executor: bool) -> None:
+                 owns_executor: bool, security: ServerSecurity | None = None) -> None:
         self.config = config
+        self.security = prepare(config.security, config.host) if security is None else security
         self.executor = executor
         self._owns_executor = owns_executor
         self.servicer = SandboxServicer(executor, languages, config.request_limits(), config.concurrency)
         self.health = health.HealthServicer()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.server_threads,
                                                              thread_name_prefix="sandbox-grpc"),
-                                  options=server_options(config.max_message_mb))
+                                  options=server_options(config.max_message_mb),
+                                  interceptors=self.security.interceptors())
         sandbox_pb2_grpc.add_SandboxServiceServicer_to_server(self.servicer, self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
         try:
-            self.port = bind_insecure(self.server, config.host, config.port)
+            self.port = self.security.bind(self.server, config.host, config.port)
         except OSError:
             self.servicer.close()
             raise
@@ -141,7 +148,11 @@ class SandboxServer:
 
 
 def create_server(config: SandboxServerConfig, executor: Executor | None = None) -> SandboxServer:
-    """Builds and starts a server, creating its executor first (unless one is given, which it won't close)."""
+    """Builds and starts a server, creating its executor first (unless one is given, which it won't close).
+
+    Raises ValueError when the bind policy refuses ``config.host`` -- before any sandbox starts.
+    """
+    security = prepare(config.security, config.host)
     languages = config.language_table()
     owns = executor is None
     if executor is None:
@@ -149,7 +160,7 @@ def create_server(config: SandboxServerConfig, executor: Executor | None = None)
 
         executor = create_executor(config.backend, concurrency=config.concurrency, languages=languages)
     try:
-        return SandboxServer(config, executor, languages, owns)
+        return SandboxServer(config, executor, languages, owns, security)
     except (OSError, RuntimeError):
         if owns:
             executor.close()
@@ -163,8 +174,9 @@ def serve(config: SandboxServerConfig) -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    logger.info("sandbox server listening on %s: %s backend, %d programs at once, languages %s",
-                server.address, config.backend, config.concurrency, sorted(config.language_table()))
+    logger.info("sandbox server listening on %s: %s backend, %d programs at once, languages %s; %s",
+                server.address, config.backend, config.concurrency, sorted(config.language_table()),
+                server.security.describe())
     stop.wait()
     logger.info("draining (grace %.1fs)", config.grace_s)
     server.stop()

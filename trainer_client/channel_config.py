@@ -5,12 +5,23 @@ a draining or restarting server. Nothing else is retried: a DEADLINE_EXCEEDED
 or INVALID_ARGUMENT is an answer, not a transient failure. ``round_robin``
 spreads calls over every address a ``dns:///`` target resolves to, so many
 server replicas behind one DNS name need no proxy.
+
+``channel(target)`` / ``aio_channel(target)`` open the channel with ``security``: TLS root
+certificates and a bearer token (see ``reward_service/channel_security.py``); left unset, it
+comes from the ``REWARD_SUITE_*`` environment, and with none of those set the channel is
+plaintext without a token, as before.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from reward_service.channel_security import ClientSecurity, open_aio_channel, open_channel
 
 SERVICE = "reward.v1.RewardService"
 
@@ -26,6 +37,8 @@ class ChannelConfig:
     wait_for_ready: bool = field(default=True, metadata={"help": "queue calls until the server is reachable"})
     load_balancing: str = field(default="round_robin", metadata={"help": "gRPC LB policy across replicas"})
     keepalive_s: int = field(default=30, metadata={"help": "HTTP/2 keepalive ping interval"})
+    security: ClientSecurity | None = field(default=None, metadata={
+        "help": "TLS and bearer token; None: from the REWARD_SUITE_* environment (none set: plaintext)"})
 
     def __post_init__(self) -> None:
         if not 2 <= self.max_attempts <= 5:
@@ -49,7 +62,15 @@ class ChannelConfig:
             }],
         })
 
-    def options(self) -> list[tuple[str, object]]:
+    def channel(self, target: str) -> grpc.Channel:
+        """A blocking channel to ``target`` with these options and this security."""
+        return open_channel(target, self.options(), self.security)
+
+    def aio_channel(self, target: str) -> grpc.aio.Channel:
+        """An asyncio channel to ``target`` with these options and this security."""
+        return open_aio_channel(target, self.options(), self.security)
+
+    def options(self) -> list[tuple[str, Any]]:
         size = self.max_message_mb * 1024 * 1024
         return [
             ("grpc.service_config", self.service_config()),

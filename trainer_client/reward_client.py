@@ -11,6 +11,8 @@ Every call carries a deadline (``timeout_s``); large batches are split into
 chunks (never splitting a group); results come back in input order; only
 UNAVAILABLE is retried, by gRPC's own retry policy (see channel_config.py).
 For many replicas use a ``dns:///name:port`` target (round-robin over its addresses).
+TLS and a bearer token: ``ChannelConfig(security=ClientSecurity(auth_token=..., tls_ca=...))``,
+or the ``REWARD_SUITE_AUTH_TOKEN`` / ``REWARD_SUITE_TLS_CA`` environment variables.
 """
 
 from __future__ import annotations
@@ -19,8 +21,6 @@ import asyncio
 import itertools
 import uuid
 from typing import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
-
-import grpc
 
 from reward.v1 import reward_pb2 as pb
 from reward.v1 import reward_pb2_grpc
@@ -73,7 +73,7 @@ class RewardClient(_ClientBase):
                  item_timeout_s: float = 0.0, channel: ChannelConfig | None = None) -> None:
         super().__init__(endpoint, timeout_s=timeout_s, chunk_size=chunk_size,
                          item_timeout_s=item_timeout_s, channel=channel)
-        self._channel = grpc.insecure_channel(endpoint, options=self.channel_config.options())
+        self._channel = self.channel_config.channel(endpoint)
         self._stub = reward_pb2_grpc.RewardServiceStub(self._channel)
 
     def score_batch(self, rollouts: Sequence[RolloutLike], request_id: str = "") -> ScoreBatchResult:
@@ -123,7 +123,7 @@ class AsyncRewardClient(_ClientBase):
                  channel: ChannelConfig | None = None) -> None:
         super().__init__(endpoint, timeout_s=timeout_s, chunk_size=chunk_size,
                          item_timeout_s=item_timeout_s, channel=channel)
-        self._channel = grpc.aio.insecure_channel(endpoint, options=self.channel_config.options())
+        self._channel = self.channel_config.aio_channel(endpoint)
         self._stub = reward_pb2_grpc.RewardServiceStub(self._channel)
         self._limit = asyncio.Semaphore(max_concurrency)
 

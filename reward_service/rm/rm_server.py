@@ -4,7 +4,9 @@
 
 The port is bound before the checkpoint loads, so health checks answer at once:
 NOT_SERVING until the model is loaded and warmed up (one dummy forward pass), then
-SERVING; NOT_SERVING again while draining.
+SERVING; NOT_SERVING again while draining. ``Reload`` loads only checkpoints under
+``--checkpoint-root`` (default: the directory holding ``--checkpoint``), and needs the bearer
+token like every other call when one is configured (see ``reward_service/server_security.py``).
 """
 
 from __future__ import annotations
@@ -15,17 +17,19 @@ import signal
 import threading
 from concurrent import futures
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from reward.v1 import reward_model_pb2, reward_model_pb2_grpc
-from reward_service.grpc_common import DEFAULT_MAX_CALL_S, bind_insecure, server_options
+from reward_service.grpc_common import DEFAULT_MAX_CALL_S, server_options
 from reward_service.rm.checkpoint import DTYPES, CheckpointError, LoadedRewardModel, load_checkpoint
 from reward_service.rm.dynamic_batcher import BatcherConfig, DynamicBatcher
 from reward_service.rm.model_holder import Loader, ModelHolder
 from reward_service.rm.rm_servicer import RequestLimits, RewardModelServicer
+from reward_service.server_security import ServerSecurity, ServerSecurityConfig, prepare
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +41,10 @@ class RewardModelServerConfig:
     """Everything ``reward-service serve-rm`` needs; built from CLI flags (see cli.py)."""
 
     checkpoint: str = field(default="", metadata={"help": "checkpoint directory written by trainer-client train-rm"})
-    host: str = field(default="127.0.0.1", metadata={"help": "address to bind (0.0.0.0 for all)"})
+    checkpoint_root: str = field(default="", metadata={
+        "help": "Reload loads only checkpoints under this directory (default: the one holding --checkpoint)"})
+    host: str = field(default="127.0.0.1", metadata={
+        "help": "address to bind (0.0.0.0 for all: needs TLS, a token or --insecure)"})
     port: int = field(default=50052, metadata={"help": "port to bind; 0 picks a free one"})
     device: str = field(default="cpu", metadata={"help": "cpu or cuda[:N]"})
     dtype: str = field(default="float32", metadata={"help": "float32 or bfloat16"})
@@ -55,6 +62,7 @@ class RewardModelServerConfig:
     grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
     max_call_s: float = field(default=DEFAULT_MAX_CALL_S, metadata={
         "help": "longest a call waits for its scores, with or without a client deadline; then DEADLINE_EXCEEDED"})
+    security: ServerSecurityConfig = field(default_factory=ServerSecurityConfig)
 
     def __post_init__(self) -> None:
         if not self.checkpoint:
@@ -76,6 +84,10 @@ class RewardModelServerConfig:
                              max_padding=self.max_padding, merge_requests=not self.no_batching,
                              max_queue_items=self.max_queue_items)
 
+    def reload_root(self) -> Path:
+        """The directory Reload may load from: ``checkpoint_root``, else the parent of ``checkpoint``."""
+        return Path(self.checkpoint_root or Path(self.checkpoint).resolve().parent).resolve()
+
     def loader(self) -> Loader:
         return functools.partial(load_checkpoint, device=self.device, dtype=self.dtype, max_length=self.max_length)
 
@@ -86,23 +98,24 @@ class RewardModelServerConfig:
 class RewardModelServer:
     """A started server: ``port`` is the bound port; ``stop()`` drains and shuts down."""
 
-    def __init__(self, config: RewardModelServerConfig, loader: Loader) -> None:
+    def __init__(self, config: RewardModelServerConfig, loader: Loader, security: ServerSecurity | None = None) -> None:
         self.config = config
+        self.security = prepare(config.security, config.host) if security is None else security
         self.batcher = DynamicBatcher(config.batcher_config())
         self.health = health.HealthServicer()
         for name in ("", SERVICE_NAME):
             self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         self.holder = ModelHolder(loader, on_loaded=self._on_loaded)
         limits = RequestLimits(config.max_items_per_request, config.max_call_s)
-        self.servicer = RewardModelServicer(self.holder, self.batcher, limits)
+        self.servicer = RewardModelServicer(self.holder, self.batcher, limits, config.reload_root())
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.server_threads,
                                                              thread_name_prefix="rm-grpc"),
-                                  options=config.grpc_options())
+                                  options=config.grpc_options(), interceptors=self.security.interceptors())
         reward_model_pb2_grpc.add_RewardModelServiceServicer_to_server(self.servicer, self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
         try:
-            self.port = bind_insecure(self.server, config.host, config.port)
+            self.port = self.security.bind(self.server, config.host, config.port)
         except OSError:
             self.batcher.close()
             raise
@@ -149,13 +162,15 @@ def create_rm_server(config: RewardModelServerConfig, *, wait_ready: bool = True
 
     With ``wait_ready`` this returns once the model is loaded and warmed up, and raises
     CheckpointError (after stopping the server) when it cannot be. ``loader`` replaces
-    ``load_checkpoint`` (tests use it to slow a load down).
+    ``load_checkpoint`` (tests use it to slow a load down). Raises ValueError when the bind
+    policy refuses ``config.host``.
     """
+    security = prepare(config.security, config.host)
     if config.torch_threads:
         import torch
 
         torch.set_num_threads(config.torch_threads)
-    server = RewardModelServer(config, loader or config.loader())
+    server = RewardModelServer(config, loader or config.loader(), security)
     if wait_ready and not server.wait_loaded():
         error = server.holder.load_error
         server.stop(0)
@@ -170,7 +185,8 @@ def serve_rm(config: RewardModelServerConfig) -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    logger.info("reward-model server listening on %s; loading %s", server.address, config.checkpoint)
+    logger.info("reward-model server listening on %s; loading %s; %s; Reload root %s", server.address,
+                config.checkpoint, server.security.describe(), config.reload_root())
     while not stop.is_set() and not server.holder.settled.wait(0.5):
         pass
     if server.holder.settled.is_set() and not server.holder.loaded:

@@ -2,7 +2,8 @@
 
 Whole-request problems abort with a status code (see ``proto/reward/v1/reward_model.proto``):
 INVALID_ARGUMENT (empty or duplicate ids, too many items), UNAVAILABLE (loading, draining),
-RESOURCE_EXHAUSTED (queue full), DEADLINE_EXCEEDED, INTERNAL (a failed forward pass).
+RESOURCE_EXHAUSTED (queue full), DEADLINE_EXCEEDED, INTERNAL (a failed forward pass);
+PERMISSION_DENIED for a Reload of a path outside the server's checkpoint root.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import concurrent.futures
 import logging
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 
@@ -54,11 +56,28 @@ def validate_request(request: pb.RewardModelRequest, limits: RequestLimits) -> N
     check_ids((item.id for item in request.items), "item")
 
 
-class RewardModelServicer(reward_model_pb2_grpc.RewardModelServiceServicer):
-    """Score, Reload and Info over a ModelHolder and a DynamicBatcher."""
+def checkpoint_under_root(path: str, root: Path) -> Path:
+    """``path`` resolved (symlinks, ``..``); raises RequestRejected (PERMISSION_DENIED) when it is not
+    ``root`` itself or inside it. ``root`` must already be resolved."""
+    try:
+        resolved = Path(path).resolve()
+    except (ValueError, OSError, RuntimeError) as exc:  # a NUL byte, a symlink loop
+        raise RequestRejected(grpc.StatusCode.INVALID_ARGUMENT,
+                              f"checkpoint_path {path!r} is unusable: {exc}") from None
+    if resolved != root and root not in resolved.parents:
+        raise RequestRejected(grpc.StatusCode.PERMISSION_DENIED,
+                              f"{path} is outside this server's checkpoint root {root}; Reload loads only "
+                              "checkpoints under it (start the server with --checkpoint-root to allow another)")
+    return resolved
 
-    def __init__(self, holder: ModelHolder, batcher: DynamicBatcher, limits: RequestLimits) -> None:
+
+class RewardModelServicer(reward_model_pb2_grpc.RewardModelServiceServicer):
+    """Score, Reload and Info over a ModelHolder and a DynamicBatcher; Reload loads only under ``checkpoint_root``."""
+
+    def __init__(self, holder: ModelHolder, batcher: DynamicBatcher, limits: RequestLimits,
+                 checkpoint_root: Path) -> None:
         self._holder = holder
+        self._checkpoint_root = checkpoint_root.resolve()
         self._batcher = batcher
         self._limits = limits
         self.draining = threading.Event()
@@ -116,8 +135,9 @@ class RewardModelServicer(reward_model_pb2_grpc.RewardModelServiceServicer):
                 raise RequestRejected(grpc.StatusCode.INVALID_ARGUMENT, "checkpoint_path is empty")
             if self.draining.is_set():
                 raise RequestRejected(grpc.StatusCode.UNAVAILABLE, "server is draining; reload refused")
+            resolved = checkpoint_under_root(path, self._checkpoint_root)
             try:
-                new, previous = self._holder.reload(path)
+                new, previous = self._holder.reload(str(resolved))
             except ReloadInProgress as exc:
                 raise RequestRejected(grpc.StatusCode.ABORTED, str(exc)) from None
             except CheckpointError as exc:

@@ -29,7 +29,8 @@ Options (``tasks: {code: {options: {...}}}`` in the rewards config)::
     reward: binary | fraction   # 1 only when every test passes | tests passed / tests total
     backend: process | docker   # the local executor, created once in each reward worker process
     endpoint: "host:port"       # a SandboxService (python -m sandbox serve) instead of a local executor;
-                                #   default $REWARD_SERVICE_SANDBOX_ENDPOINT
+                                #   default $REWARD_SERVICE_SANDBOX_ENDPOINT; TLS and token from the
+                                #   REWARD_SUITE_* environment (reward_service/channel_security.py)
     concurrency: N              # programs at once per reward worker (default: the CPUs available)
     timeout_s: 10               # wall and CPU limit of one program (all its tests)
     memory_mb: 512              # memory limit of one program

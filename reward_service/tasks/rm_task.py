@@ -10,7 +10,9 @@ them with other workers' calls. Configure the endpoint per deployment::
       math_rm: {components: {math: 1.0, rm: 0.1}}
 
 or set ``REWARD_SERVICE_RM_ENDPOINT``. Without an endpoint, or when the RM server fails,
-each rollout is answered ERROR (unscored), never 0.
+each rollout is answered ERROR (unscored), never 0. TLS and the bearer token for the RM
+server come from the ``REWARD_SUITE_*`` environment (``REWARD_SUITE_AUTH_TOKEN[_FILE]``,
+``REWARD_SUITE_TLS_CA``; see ``reward_service/channel_security.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import grpc
 
 from reward.v1 import reward_model_pb2 as pb
 from reward.v1 import reward_model_pb2_grpc
+from reward_service.channel_security import ClientSecurity, open_channel
 from reward_service.task_api import InvalidTaskOptions, Task, TaskInput, TaskOutcome
 
 logger = logging.getLogger(__name__)
@@ -100,12 +103,16 @@ class RewardModelTask(Task):
                 f"or {ENDPOINT_ENV} to the host:port of a `reward-service serve-rm` server")
         with self._lock:
             if self._stub is None or self._stub_pid != os.getpid():
-                channel = grpc.insecure_channel(self.endpoint, options=[
-                    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                    ("grpc.service_config", SERVICE_CONFIG),
-                    ("grpc.enable_retries", 1),
-                ])
+                try:
+                    channel = open_channel(self.endpoint, [
+                        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                        ("grpc.service_config", SERVICE_CONFIG),
+                        ("grpc.enable_retries", 1),
+                    ], ClientSecurity.from_env())
+                except (ValueError, OSError) as exc:
+                    raise RewardModelUnavailable(
+                        f"cannot open a channel to the reward model at {self.endpoint}: {exc}") from None
                 self._stub = reward_model_pb2_grpc.RewardModelServiceStub(channel)
                 self._stub_pid = os.getpid()
                 logger.debug("rm task: opened channel to %s in pid %d", self.endpoint, self._stub_pid)

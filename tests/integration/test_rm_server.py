@@ -34,13 +34,19 @@ PAIRS = [("What is 2+2?", "4"), ("Name a prime.", "Seven is prime, and so is ele
 
 
 @pytest.fixture(scope="module")
-def ckpt_dir(tmp_path_factory) -> Path:
-    return make_tiny_checkpoint(tmp_path_factory.mktemp("rm") / "a", seed=0, max_length=32, mean=0.5, std=2.0)
+def rm_root(tmp_path_factory) -> Path:
+    """The checkpoints' directory: the servers' Reload root (the directory holding --checkpoint)."""
+    return tmp_path_factory.mktemp("rm")
 
 
 @pytest.fixture(scope="module")
-def other_ckpt_dir(tmp_path_factory) -> Path:
-    return make_tiny_checkpoint(tmp_path_factory.mktemp("rm") / "b", seed=1, max_length=32)
+def ckpt_dir(rm_root) -> Path:
+    return make_tiny_checkpoint(rm_root / "a", seed=0, max_length=32, mean=0.5, std=2.0)
+
+
+@pytest.fixture(scope="module")
+def other_ckpt_dir(rm_root) -> Path:
+    return make_tiny_checkpoint(rm_root / "b", seed=1, max_length=32)
 
 
 def rm_config(checkpoint: Path, **overrides) -> RewardModelServerConfig:
@@ -261,9 +267,9 @@ def test_reload_switches_checkpoint_while_an_in_flight_request_completes(ckpt_di
     assert abs(new.results[0].score - old.results[0].score) > 1e-3
 
 
-def test_a_bad_reload_path_keeps_the_old_model_serving(rm_server, stub, ckpt_dir):
+def test_a_bad_reload_path_keeps_the_old_model_serving(rm_server, stub, ckpt_dir, rm_root):
     before = stub.Score(request(PAIRS[:1]), timeout=30).results[0].score
-    expect_status(lambda: stub.Reload(pb.ReloadRequest(checkpoint_path="/no/such/rm"), timeout=30),
+    expect_status(lambda: stub.Reload(pb.ReloadRequest(checkpoint_path=str(rm_root / "no-such-rm")), timeout=30),
                   grpc.StatusCode.FAILED_PRECONDITION, "does not exist")
     after = stub.Score(request(PAIRS[:1]), timeout=30)
     assert after.checkpoint == str(ckpt_dir) and after.results[0].score == before
@@ -271,8 +277,8 @@ def test_a_bad_reload_path_keeps_the_old_model_serving(rm_server, stub, ckpt_dir
     assert health_status(rm_server.address) == SERVING
 
 
-def test_reload_of_a_checkpoint_without_normalization_names_the_missing_file(stub, tmp_path, ckpt_dir):
-    broken = make_tiny_checkpoint(tmp_path / "broken")
+def test_reload_of_a_checkpoint_without_normalization_names_the_missing_file(stub, rm_root, ckpt_dir):
+    broken = make_tiny_checkpoint(rm_root / "broken")
     (broken / "reward_normalization.json").unlink()
     expect_status(lambda: stub.Reload(pb.ReloadRequest(checkpoint_path=str(broken)), timeout=30),
                   grpc.StatusCode.FAILED_PRECONDITION, "reward_normalization.json")

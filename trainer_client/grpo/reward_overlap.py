@@ -37,6 +37,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from reward_service.channel_security import open_channel
 from reward_service.contract import GroupStats, RolloutResult, RolloutStatus
 from trainer_client.grpo.config import RewardConfig
 from trainer_client.reward_batching import GroupResult
@@ -59,7 +60,7 @@ def _free_port(host: str) -> int:
 
 def wait_until_serving(address: str, timeout_s: float) -> None:
     """Blocks until the server's health check says SERVING (``wait_for_ready``, no sleep-polling)."""
-    with grpc.insecure_channel(address) as channel:
+    with open_channel(address) as channel:  # TLS when the REWARD_SUITE_* environment says so
         reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=SERVICE),
                                                           timeout=timeout_s, wait_for_ready=True)
     if reply.status != health_pb2.HealthCheckResponse.SERVING:
