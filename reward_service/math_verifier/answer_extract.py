@@ -23,8 +23,8 @@ something wins):
    with no prose and no line break (``\\frac{10}{9}``, ``4 + 4/9``, ``(7, 1)``).
 5. ``delimited`` / ``last_number`` -- whichever of these two ends later in the
    text: the last math span (``$…$``, ``$$…$$``, ``\\(…\\)``, ``\\[…\\]``,
-   see :mod:`.math_spans`; a chain ``a = b = c`` keeps its first and last
-   part), or the last number *outside* math spans (integers, decimals,
+   see :mod:`.math_spans`, together with the spans listed right before it:
+   "$x = 1$ and $x = -2$" is two answers), or the last number *outside* math spans (integers, decimals,
    thousands separators, mixed numbers ``2 1/2``, simple fractions ``a/b``;
    a unit may touch it: ``12kg``).  A number glued to a
    larger expression (``x^2+1``, ``3/4x``, the ``1`` of ``(7, 1)``) is never
@@ -99,6 +99,8 @@ _LETTERS_AFTER_RE = re.compile(r"[A-Za-z€]+[²³]?")
 #: A bare answer: the whole completion is one short math expression, no prose.
 _PROSE_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _BARE_MAX_CHARS = 200
+#: What may stand between math spans that list answers: ", ", " and ", ", or ".
+_CONNECTOR_RE = re.compile(r"\s*(?:,|;|,?\s*and|,?\s*or)\s*")
 _BARE_MATH_WORDS = frozenset({"sin", "cos", "tan", "log", "exp", "sqrt", "frac", "pi", "infty", "and"})
 
 
@@ -306,6 +308,16 @@ def _extract_bare(text: str) -> str | None:
     return None if words else stripped.rstrip(".").strip() or None
 
 
+def _listed_spans(text: str, spans: list) -> list:
+    """The last span with the spans listed right before it: "$x = 1$ and $x = -2$" is two answers."""
+    listed = [spans[-1]]
+    for prev in reversed(spans[:-1]):
+        if len(listed) >= 16 or not _CONNECTOR_RE.fullmatch(text[prev.end:listed[0].start]):
+            break
+        listed.insert(0, prev)
+    return listed
+
+
 def _extract_fallback(text: str, limit: int, last_number: bool) -> Extraction | None:
     """The later of the last math span and the last plain-text number."""
     spans = math_spans(text)
@@ -313,7 +325,7 @@ def _extract_fallback(text: str, limit: int, last_number: bool) -> Extraction | 
     plain = mask_spans(text, spans).replace("**", "  ")  # markdown bold is not an operator
     number_end, number = _last_plain_number(plain) if last_number else (-1, None)
     if span is not None and span.end > number_end:
-        answer = _span_answer(span.content)
+        answer = ", ".join(_span_answer(s.content) for s in _listed_spans(text, spans))
         if len(answer) > limit:
             raise _TooLong
         return Extraction(answer=answer, method="delimited") if answer else None

@@ -57,6 +57,8 @@ _DOUBLED_BACKSLASH_RE = re.compile(r"\\\\(?=[A-Za-z])")
 _BRACED_COMMA_RE = re.compile(r"\\?\{\s*,\s*\\?\}|(?<=\d),\\!\s*(?=\d{3})")
 #: ``1 000 000``: groups of three digits separated by spaces, as a whole answer.
 _SPACE_THOUSANDS_RE = re.compile(r"[-+]?[1-9]\d{0,2}(?: \d{3})+(?:\.\d+)?")
+#: ``11_{10}``: a base-ten subscript on a whole answer says nothing.
+_BASE_TEN_RE = re.compile(r"(?<=\d)_\{?10\}?$")
 _NEG_SPACE_RE = re.compile(r"(?<!\\)\\!")
 _ANGLE_RE = re.compile(r"\\(?:langle|rangle)(?![A-Za-z])|⟨|⟩")
 _ANGLES = {"\\langle": "(", "\\rangle": ")", "⟨": "(", "⟩": ")"}
@@ -240,4 +242,5 @@ def normalize_answer(s: str) -> str:
     if _SPACE_THOUSANDS_RE.fullmatch(s):
         s = s.replace(" ", "")
     s = re.sub(r"(?<=\d)\s*%$", "%", s)
+    s = _BASE_TEN_RE.sub("", s)
     return s

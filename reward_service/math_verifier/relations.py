@@ -5,7 +5,7 @@ one-variable inequality into interval notation, so that the structure layer
 compares it with an interval gold, or with the same inequality written
 another way (``x \\geq 7`` and ``7 \\le x``; ``-2 < x < 6`` and ``(-2, 6)``).
 
-Recognised (``V`` a single variable such as ``x``, ``x_1``, ``\\theta``;
+Recognised (``V`` a single variable such as ``x``, ``x_1``, ``\\theta``, ``f(x)``;
 ``a``, ``b`` bounds without relations or variables of their own):
 
 * ``V op a`` and ``a op V`` with ``op`` one of ``< > \\le \\ge``, and ``V \\ne a``
@@ -37,7 +37,7 @@ _REALS_RE = re.compile(
     re.IGNORECASE)
 # Relations in canonical spelling: "<", ">", "\le", "\ge".
 _REL_RE = re.compile(r"\\le(?![A-Za-z])|\\ge(?![A-Za-z])|\\ne(?![A-Za-z])|<|>")
-_VAR_RE = re.compile(r"[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|varphi|omega|sigma|tau)")
+_VAR_RE = re.compile(r"[A-Za-z]\s*\(\s*[A-Za-z]\s*\)|[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|varphi|omega|sigma|tau)")
 _OR_RE = re.compile(r"\s+(?:or)\s+|\\cup(?![A-Za-z])|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])")
 _LETTER_RE = re.compile(r"(?<!\\)(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
 

@@ -24,7 +24,7 @@ Rules:
   ``x = 2 + 3 = 5`` is ``x = 5``; equation against equation is delegated
   (``lhs - rhs`` up to a constant factor).
 * Several answers -- a bare top-level comma list, ``2 and 3``, ``x=2 or x=3``,
-  ``2 \\pm \\sqrt 3`` -- form an unordered list; the other side must hold the
+  ``2 \\pm \\sqrt 3``, one ``\\pm`` anywhere (``\\frac{-1 \\pm \\sqrt 5}{2}``) -- form an unordered list; the other side must hold the
   same answers, no more and no fewer.  A set and a list compare alike; a
   list never matches a single answer (so "1 or 2 or 3" does not match 2).
 """
@@ -189,6 +189,11 @@ def _parse_list_like(s: str) -> Answer | None:
         left = pm[0]
         return Choices((parse_structure(f"{left}+{pm[1]}" if left else pm[1]),
                         parse_structure(f"{left}-{pm[1]}" if left else f"-{pm[1]}")))
+    inner = list(_PM_RE.finditer(s))
+    if len(inner) == 1:  # "\frac{-1 \pm \sqrt{5}}{2}": both signs, inside the braces
+        m = inner[0]
+        return Choices((parse_structure(s[:m.start()] + "+" + s[m.end():]),
+                        parse_structure(s[:m.start()] + "-" + s[m.end():])))
     return None
 
 
@@ -235,6 +240,7 @@ def parse_structure(s: str) -> Answer:
     return Scalar(s)
 
 
+_CONNECTIVE_RE = re.compile(r"\b(?:and|or)\b")
 _NO_VARIABLE_RE = re.compile(r"(?:\\[A-Za-z]+|[^A-Za-z])*")
 #: A name for a value: ``(p, q)``, ``|AB|``, ``f(2)``, ``S_{ABC}``; no operator, no leading digit.
 _LABEL_RE = re.compile(r"[A-Za-z(|\\][^=+\-*/^<>]*")
@@ -250,7 +256,8 @@ def _rhs_if_assignment(a: Answer, answer_side: bool = False) -> Answer:
     equation: the question asked for one.
     """
     if isinstance(a, Equation):
-        lhs, rhs_constant = a.lhs.strip(), _NO_VARIABLE_RE.fullmatch(a.rhs.strip()) is not None
+        rhs_values = _CONNECTIVE_RE.sub(" ", a.rhs.strip())  # "(5, 8) and (8, 5)" has no variable
+        lhs, rhs_constant = a.lhs.strip(), _NO_VARIABLE_RE.fullmatch(rhs_values) is not None
         if _SINGLE_VAR_RE.fullmatch(lhs) or (rhs_constant and (answer_side or _LABEL_RE.fullmatch(lhs))):
             return parse_structure(a.rhs)
     return a

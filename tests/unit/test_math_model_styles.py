@@ -208,3 +208,22 @@ def test_gsm8k_grading_reads_the_value_of_a_delimited_assignment() -> None:
     assert grade_numeric("So she has $x = 5$ apples left.", "5").correct
     assert grade_numeric("In total $48 / 2 + 1 = 25$.", "25").correct
     assert not grade_numeric("In total $48 / 2 + 1 = 25$.", "24").correct
+
+
+def test_spans_listed_together_at_the_end_are_several_answers() -> None:
+    assert _ok("The solutions are $x = 1$ and $x = -2$.", "1, -2")
+    assert not _ok("The solutions are $x = 1$ and $x = -2$.", "1")
+
+
+def test_a_plus_minus_inside_a_fraction_gives_both_roots() -> None:
+    assert _ok("$$\\boxed{x = \\frac{-1 \\pm \\sqrt{5}}{2}}$$", "\\frac{-1+\\sqrt5}{2}, \\frac{-1-\\sqrt5}{2}")
+    assert not _ok("$$\\boxed{x = \\frac{-1 \\pm \\sqrt{5}}{2}}$$", "\\frac{-1+\\sqrt5}{2}")
+
+
+def test_a_function_value_inequality_is_an_interval() -> None:
+    assert _ok("$(0,1)$", "$0<f(x)<1$")
+
+
+def test_a_base_ten_subscript_says_nothing() -> None:
+    assert _ok("\\boxed{11_{10}}", "11")
+    assert not _ok("\\boxed{11_{2}}", "11")
