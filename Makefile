@@ -79,5 +79,12 @@ bench-trainer: $(STAMP)
 	$(PY) -m pip install -q -e '.[trl]'
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_trainer.py
 
+# Soak: 8 clients for 60 s of mixed math/code batches (some pathological) against a real reward server on
+# 127.0.0.1 while workers and sandbox processes are SIGKILLed; fails on a lost rollout, a silently wrong
+# score, unbounded memory or a process left behind. Flags: SOAK_ARGS="--seconds 300 --seed 3 --no-faults".
+.PHONY: soak
+soak: $(STAMP)
+	$(PY) bench/soak.py $(SOAK_ARGS)
+
 clean:
 	rm -rf $(VENV) build *.egg-info
