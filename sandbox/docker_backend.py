@@ -25,12 +25,16 @@ process is dead.
 Container settings (each a line of :func:`container_settings`), and why:
 
 * root *inside the container*, ``cap_drop=ALL`` + ``cap_add`` SETUID, SETGID,
-  KILL, CHOWN, DAC_OVERRIDE, FOWNER, SETPCAP: only the trusted zygote and
-  supervisor hold them (to become the slot uid, kill B, hand B its scratch
-  directory, delete what B left in /tmp, /dev/shm, /dev/mqueue, and empty B's
-  capability bounding set before it runs anything). The untrusted process B
-  runs under a per-container random unprivileged uid, losing every capability
-  at setuid; ``no-new-privileges`` blocks regaining any through setuid binaries.
+  KILL, CHOWN, DAC_OVERRIDE, FOWNER, SETPCAP: only the trusted zygote holds
+  them (to become the slot uid, hand B its scratch directory, delete what B
+  left in /tmp, /dev/shm, /dev/mqueue, and empty B's capability bounding set
+  before it runs anything). The untrusted process B runs under a per-container
+  random unprivileged uid, losing every capability at setuid;
+  ``no-new-privileges`` blocks regaining any through setuid binaries. The
+  supervisor (which runs the reference's check code) drops to another random
+  uid of its own with only CAP_KILL and cannot fork (sandbox/runtime/isolation.py);
+  Docker's default seccomp profile, and the zygote's own filter, refuse user
+  namespaces to everything in the container.
   The alternative, the whole container as one unprivileged user, would let B
   signal the zygote (turning its 0 into an unscored SANDBOX_ERROR) and leave
   nothing able to clean up after it;
@@ -40,9 +44,13 @@ Container settings (each a line of :func:`container_settings`), and why:
   /dev/shm and /dev/mqueue, all swept after each B (sandbox/runtime/container_sweep.py);
 * ``network_mode=none`` (only loopback), ``pids_limit``, ``nano_cpus``;
   ``mem_limit`` = ``memswap_limit`` (no swap) = the execution's memory + scratch +
-  a slack for the zygote, updated per execution when the limits change (there is
-  no cgroup the zygote could write inside the container; B's RLIMIT_AS alone
-  would let several processes take memory_mb each); docker-init reaps orphans.
+  a slack for the zygote and supervisor, updated per execution when the limits
+  change (there is no cgroup the zygote could write inside the container). That
+  cgroup bounds the program's processes together; each process is held to
+  memory_mb of peak RSS, and an OOM kill in the container's cgroup (read-only
+  inside) is a memory verdict. RLIMIT_AS is only a loose backstop: it counts
+  address space, which threads reserve by the hundred MB, not memory.
+  docker-init reaps orphans.
 
 A slot whose zygote dies, hangs past the host deadline or reports a harness
 error is killed (``docker rm -f``) and replaced by the pool. Every container is
@@ -124,7 +132,8 @@ class DockerConfig:
         return memory + int(limits.scratch_mb) + self.memory_slack_mb
 
 
-def container_settings(config: DockerConfig, image: str, untrusted_uid: int, labels: dict[str, str]) -> dict[str, Any]:
+def container_settings(config: DockerConfig, image: str, untrusted_uid: int, labels: dict[str, str],
+                       supervisor_uid: int | None = None) -> dict[str, Any]:
     """Keyword arguments of ``APIClient.create_container`` + ``create_host_config`` for one slot."""
     host_config = dict(
         network_mode="none",
@@ -144,7 +153,10 @@ def container_settings(config: DockerConfig, image: str, untrusted_uid: int, lab
         ipc_mode="private",
     )
     command = ["python3", "-I", "-S", f"{RUNTIME_PATH_IN_IMAGE}/zygote.py", "--mode", "container",
-               "--slot-uid", str(untrusted_uid), "--scratch", "/scratch"]
+               "--slot-uid", str(untrusted_uid), "--scratch", "/scratch", "--max-processes", str(config.pids_limit),
+               "--max-memory-mb", str(1 << 20)]      # the host sets the container's memory: no cap needed inside
+    if supervisor_uid is not None:
+        command += ["--supervisor-uid", str(supervisor_uid)]
     return dict(image=image, command=command, user="0:0", working_dir="/tmp", labels=labels,
                 stdin_open=True, tty=False, detach=False,   # detach=False + stdin_open: StdinOnce
                 network_disabled=True, environment={"PYTHONDONTWRITEBYTECODE": "1"},
@@ -274,8 +286,10 @@ class DockerExecutor:
         api = self._client.api
         labels = {LABEL: "runner", f"{LABEL}.host": os.uname().nodename, f"{LABEL}.pid": str(os.getpid()),
                   f"{LABEL}.executor": self.executor_id, f"{LABEL}.slot": str(index)}
-        uid = secrets.randbelow(UNTRUSTED_UID_RANGE[1] - UNTRUSTED_UID_RANGE[0]) + UNTRUSTED_UID_RANGE[0]
-        settings = container_settings(self.config, self.image, uid, labels)
+        uid, supervisor_uid = (secrets.randbelow(UNTRUSTED_UID_RANGE[1] - UNTRUSTED_UID_RANGE[0] - 1)
+                               + UNTRUSTED_UID_RANGE[0] for _ in range(2))
+        supervisor_uid += supervisor_uid >= uid           # never B's uid
+        settings = container_settings(self.config, self.image, uid, labels, supervisor_uid)
         settings["host_config"] = api.create_host_config(**settings["host_config"])
         container_id = api.create_container(**settings)["Id"]
         try:

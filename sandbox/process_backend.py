@@ -3,11 +3,13 @@
 Why bubblewrap and not raw namespaces from our own code: bwrap (Debian's
 ``bubblewrap``) is a small, audited tool that builds the *slot* -- an empty
 tmpfs root with read-only binds of exactly what programs need (``/usr`` and the
-``/lib*`` links, the Python prefix, the runtime, a few ``/etc`` files; never
-``/`` wholesale, so ``/root``, ``/work``, ``/tmp``, ``/home`` do not exist
-inside), /proc and /dev, new PID, network (loopback only, no route out), IPC,
-UTS and cgroup namespaces, a cleared environment, a new session (no TIOCSTI
-into our terminal), a read-only root, and death with its parent -- the fiddly,
+``/lib*`` links, the Python prefix at the neutral ``/opt/python``, a few ``/etc``
+files; never ``/`` wholesale, so ``/root``, ``/work``, ``/tmp``, ``/home`` do not
+exist inside), the runtime *copied* into it (``/opt/sandbox/runtime``: no bind,
+so not even /proc/self/mountinfo names the checkout), /proc and /dev, new PID,
+network (loopback only, no route out), IPC and UTS namespaces, a cleared
+environment, a new session (no TIOCSTI into our terminal), a read-only root,
+and death with its parent -- the fiddly,
 security-critical part, done by a tool made for it rather than by ~200 lines of
 ctypes of ours. It is paid once per slot (a few ms), never per execution:
 inside, the template zygote forks a B per execution, and the per-execution
@@ -15,22 +17,22 @@ isolation (a new IPC namespace, rlimits, the drop to the slot uid, the sweep
 afterwards) is a handful of syscalls (sandbox/runtime/).
 
 As root (what tests and the service run as), no user namespace is created: the
-zygote keeps just the capabilities listed in ``CAPS``, the supervisor only
-CAP_KILL, and B runs as the slot's own uid with none. As a normal user, bwrap
-adds a user namespace (uid 0 inside, the same caps), B keeps that uid but drops
-every capability and is PID 1 of its own PID namespace, and there are no
-cgroups, so no process-count limit beyond the wall clock (logged once).
+zygote keeps just the capabilities listed in ``CAPS``, the supervisor runs as a
+uid of its own with only CAP_KILL, and B runs as the slot's own uid with none.
+Nothing in the slot may create a user namespace (a seccomp filter installed by
+the zygote, sandbox/runtime/seccomp.py). As a normal user, bwrap adds a user
+namespace (uid 0 inside, the same caps; the same seccomp filter), B keeps that uid but drops every capability and is PID 1 of its own PID
+namespace, and there are no cgroups, so no process-count limit beyond the wall
+clock (logged once).
 
-cgroup v1: when ``/sys/fs/cgroup/{memory,pids}`` are writable, each slot gets
-``reward-sandbox/<pid>-<n>/slot-<i>`` in both, bound into its sandbox; the
-template zygote joins them once, so every B is born inside, and the supervisor
-sets the memory/pids limits when an execution's limits change; otherwise
-rlimits alone apply (logged once).
+cgroups (sandbox/slot_cgroups.py; v2 where the host has it, v1 otherwise): each
+slot gets a ``supervisor`` and a ``programs`` cgroup for memory and pids; the
+memory limit of the programs is the execution's memory limit, and RLIMIT_AS only
+a loose backstop. Without writable cgroups, rlimits alone apply (logged once).
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import shutil
@@ -42,8 +44,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from sandbox.execution import ExecutionRequest, ExecutionResult, SandboxUnavailable
+from sandbox.execution import ExecutionRequest, ExecutionResult, InvalidExecutionRequest, SandboxUnavailable
 from sandbox.languages import Language
+from sandbox.slot_cgroups import IN_SANDBOX as CGROUP_IN_SANDBOX
+from sandbox.slot_cgroups import SlotCgroups
 from sandbox.slot_pool import SlotPool
 from sandbox.zygote_client import PipeTransport, SlotHandle
 
@@ -51,6 +55,7 @@ log = logging.getLogger(__name__)
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 RUNTIME_IN_SANDBOX = "/opt/sandbox/runtime"
+PYTHON_IN_SANDBOX = "/opt/python"       # the interpreter's prefix, when it is not under /usr
 SCRATCH = "/scratch"
 # The zygote's: SYS_ADMIN (unshare, mounts), SETUID/SETGID/SETPCAP (become the slot uid, empty the
 # bounding set), KILL, DAC_OVERRIDE/FOWNER (the sweep removes what B left in scratch and /dev/shm),
@@ -60,9 +65,8 @@ CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL", 
         "CAP_SYS_RESOURCE")
 PRIVATE_PROC = "/run/sandbox/proc"     # A's full /proc, in a root-only directory (B gets hidepid=2)
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime")
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-CGROUP_PARENT = "reward-sandbox"
-_seq = itertools.count()
+#: Supervisor uid = base_uid + this + slot (slot uid = base_uid + slot): a uid of its own, never B's.
+SUPERVISOR_UID_OFFSET = 512
 _noted: set[str] = set()
 
 
@@ -75,9 +79,20 @@ class ProcessSandboxConfig:
     #: slot i runs programs as uid/gid base_uid + i. 0: a random block per executor, because
     #: RLIMIT_NPROC counts a uid's processes host-wide, so two executors must not share uids.
     base_uid: int = 0
-    cgroups: bool = True                 # use cgroup v1 memory/pids when writable
+    cgroups: bool = True                 # per-slot memory/pids cgroups (v2, or v1) when writable
     extra_ro_binds: tuple[str, ...] = ()  # more host paths to expose read-only (e.g. a site-packages dir)
     start_timeout_s: float = 60.0
+    #: The most an execution may ask for memory_mb / scratch_mb and max_processes (a request above is
+    #: refused); also what the zygote grants the supervisor at most, whatever its check code asks.
+    max_memory_mb: int = 4096
+    max_processes: int = 1024
+    #: The supervisor's own memory cgroup (it decodes what programs return and runs the check code).
+    supervisor_memory_mb: int = 1024
+
+    def __post_init__(self) -> None:
+        for name in ("max_memory_mb", "max_processes", "supervisor_memory_mb"):
+            if not int(getattr(self, name)) > 0:
+                raise ValueError(f"ProcessSandboxConfig.{name} must be > 0, got {getattr(self, name)!r}")
 
 
 def _note_once(key: str, msg: str, *args: object) -> None:
@@ -91,76 +106,39 @@ def sandbox_python(configured: str = "") -> str:
     return os.path.realpath(configured or sys.executable)
 
 
-class SlotCgroups:
-    """The per-slot cgroup directories of one executor; created on start, removed on close."""
-
-    def __init__(self, size: int, enabled: bool) -> None:
-        self.dirs: list[dict[str, Path]] = [{} for _ in range(size)]
-        self.group = f"{os.getpid()}-{next(_seq)}"
-        if not enabled:
-            return
-        for controller in ("memory", "pids"):
-            base = CGROUP_ROOT / controller
-            if not (base / "cgroup.procs").exists() or not os.access(base, os.W_OK):
-                _note_once(f"cg-{controller}", "cgroup v1 %s controller not writable at %s: rlimits only",
-                           controller, base)
-                continue
-            try:
-                _remove_stale(base / CGROUP_PARENT)
-                for i in range(size):
-                    d = base / CGROUP_PARENT / self.group / f"slot-{i}"
-                    d.mkdir(parents=True, exist_ok=True)
-                    self.dirs[i][controller] = d
-            except OSError as exc:
-                _note_once(f"cg-{controller}-mk", "cannot create %s cgroups (%s): rlimits only", controller, exc)
-                for slot in self.dirs:
-                    slot.pop(controller, None)
-
-    def remove(self) -> None:
-        for slot in self.dirs:
-            for d in slot.values():
-                _rmdir(d)
-        for controller in ("memory", "pids"):
-            _rmdir(CGROUP_ROOT / controller / CGROUP_PARENT / self.group)
-
-
-def _rmdir(d: Path) -> None:
-    try:
-        d.rmdir()
-    except OSError:
-        pass
-
-
-def _remove_stale(parent: Path) -> None:
-    """cgroups left by executors of processes that no longer exist."""
-    if not parent.is_dir():
-        return
-    for group in parent.iterdir():
-        pid = group.name.split("-", 1)[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            for slot in group.glob("slot-*"):
-                _rmdir(slot)
-            _rmdir(group)
-
-
 def _ancestors(path: str) -> list[str]:
     parts = Path(path).parts[1:-1]
     return ["/" + "/".join(parts[:i + 1]) for i in range(len(parts))]
 
 
-def bwrap_command(config: ProcessSandboxConfig, slot: int, cgroup_dirs: Mapping[str, Path],
-                  as_root: bool) -> list[str]:
-    """The bubblewrap command line that starts slot ``slot``'s zygote."""
-    python = sandbox_python(config.python)
-    cmd = [config.bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-           "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
-    if not as_root:
-        cmd += ["--unshare-user", "--uid", "0", "--gid", "0"]
-    cmd += ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
-            "--setenv", "HOME", SCRATCH, "--setenv", "TMPDIR", SCRATCH, "--cap-drop", "ALL"]
-    for cap in CAPS:
-        cmd += ["--cap-add", cap]
-    cmd += ["--ro-bind", "/usr", "/usr"]
+def _interpreter(python: str) -> tuple[str, str, str]:
+    """(host prefix to bind or "", the interpreter's path inside, its library dir inside or "")."""
+    prefix = os.path.dirname(os.path.dirname(python))
+    if prefix == "/usr" or prefix.startswith("/usr/"):
+        return "", python, ""
+    inside = PYTHON_IN_SANDBOX + python[len(prefix):]
+    # A shared-library build finds libpython through an absolute RUNPATH under the host prefix.
+    has_lib = any(n.startswith("libpython") for n in _listdir(os.path.join(prefix, "lib")))
+    return prefix, inside, PYTHON_IN_SANDBOX + "/lib" if has_lib else ""
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def runtime_files() -> list[Path]:
+    """The runtime's modules, copied into every slot (never bound: a bind names its host path)."""
+    return sorted(RUNTIME_DIR.glob("*.py"))
+
+
+def _filesystem(config: ProcessSandboxConfig, prefix: str, runtime_fds: Sequence[tuple[int, str]]) -> list[str]:
+    """bwrap arguments for the sandbox's read-only root: system files, the interpreter, the runtime."""
+    cmd = ["--perms", "0755", "--dir", "/opt",              # else bwrap makes it 0700: B imports from /opt/python
+           "--perms", "0700", "--dir", "/opt/sandbox",      # the runtime: root's (A imports before it drops)
+           "--ro-bind", "/usr", "/usr"]
     for d in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(d):
             cmd += ["--symlink", os.readlink(d), d]
@@ -168,30 +146,57 @@ def bwrap_command(config: ProcessSandboxConfig, slot: int, cgroup_dirs: Mapping[
             cmd += ["--ro-bind", d, d]
     for f in ETC_FILES:
         cmd += ["--ro-bind-try", f, f]
-    prefixes = {os.path.realpath(sys.base_prefix), os.path.dirname(os.path.dirname(python))}
+    if prefix:
+        cmd += ["--ro-bind", prefix, PYTHON_IN_SANDBOX]
     made: set[str] = set()
-    for p in sorted(prefixes) + [os.path.realpath(p) for p in config.extra_ro_binds]:
-        if p.startswith("/usr/") or p == "/usr":
+    for p in [os.path.realpath(p) for p in config.extra_ro_binds]:
+        if p == "/usr" or p.startswith("/usr/"):
             continue
-        for parent in _ancestors(p):          # e.g. /root: traversable inside, nothing else of it exists
+        for parent in _ancestors(p):
             if parent not in made:
                 made.add(parent)
                 cmd += ["--perms", "0755", "--dir", parent]
         cmd += ["--ro-bind", p, p]
-    cmd += ["--ro-bind", str(RUNTIME_DIR), RUNTIME_IN_SANDBOX, "--proc", "/proc", "--dev", "/dev",
-            "--dir", SCRATCH, "--symlink", SCRATCH, "/tmp", "--perms", "0700", "--dir", os.path.dirname(PRIVATE_PROC),
-            "--dir", PRIVATE_PROC]
-    zygote_args = ["--mode", "process", "--slot-uid", str(config.base_uid + slot), "--scratch", SCRATCH,
-                   "--private-proc", PRIVATE_PROC]
-    for controller, d in cgroup_dirs.items():
-        inside = f"/sys/fs/cgroup/{controller}"
-        cmd += ["--bind", str(d), inside]
-        zygote_args += [f"--cgroup-{controller}", inside]
+    cmd += ["--perms", "0700", "--dir", RUNTIME_IN_SANDBOX]
+    for fd, name in runtime_fds:
+        cmd += ["--perms", "0444", "--file", str(fd), f"{RUNTIME_IN_SANDBOX}/{name}"]
+    return cmd + ["--proc", "/proc", "--dev", "/dev", "--dir", SCRATCH, "--symlink", SCRATCH, "/tmp",
+                  "--perms", "0700", "--dir", os.path.dirname(PRIVATE_PROC), "--dir", PRIVATE_PROC]
+
+
+def bwrap_command(config: ProcessSandboxConfig, slot: int, cgroup_binds: Sequence[tuple[str, str]],
+                  as_root: bool, runtime_fds: Sequence[tuple[int, str]] = ()) -> list[str]:
+    """The bubblewrap command line that starts slot ``slot``'s zygote.
+
+    ``runtime_fds``: (open fd, file name) of each runtime module, copied into the sandbox (bwrap
+    reads them: the caller passes the fds to bwrap). ``cgroup_binds``: (host dir, inside path).
+    """
+    prefix, python, libdir = _interpreter(sandbox_python(config.python))
+    cmd = [config.bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+           "--unshare-uts", "--hostname", "sandbox"]
+    if not as_root:
+        # Not --disable-userns: it leaves the zygote in a nested user namespace that owns none of the
+        # sandbox's mounts. The zygote's seccomp filter refuses user namespaces in both modes.
+        cmd += ["--unshare-user", "--uid", "0", "--gid", "0"]
+    cmd += ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
+            "--setenv", "HOME", SCRATCH, "--setenv", "TMPDIR", SCRATCH, "--cap-drop", "ALL"]
+    if libdir:
+        cmd += ["--setenv", "LD_LIBRARY_PATH", libdir]       # the zygote clears it: B's programs never see it
+    for cap in CAPS:
+        cmd += ["--cap-add", cap]
+    cmd += _filesystem(config, prefix, runtime_fds)
+    zygote_args = ["--mode", "process", "--slot-uid", str(config.base_uid + slot),
+                   "--supervisor-uid", str(config.base_uid + SUPERVISOR_UID_OFFSET + slot), "--scratch", SCRATCH,
+                   "--private-proc", PRIVATE_PROC, "--max-memory-mb", str(config.max_memory_mb),
+                   "--max-processes", str(config.max_processes)]
+    for host_dir, inside in cgroup_binds:      # the zygote opens what it needs, then unmounts them
+        cmd += ["--bind", host_dir, inside]
+    if cgroup_binds:
+        zygote_args += ["--cgroup", CGROUP_IN_SANDBOX]
     if not as_root:
         zygote_args.append("--no-setuid")
-    cmd += ["--remount-ro", "/", "--chdir", "/", "--", python, "-I", "-S", "-B",
-            f"{RUNTIME_IN_SANDBOX}/zygote.py"] + zygote_args
-    return cmd
+    return cmd + ["--remount-ro", "/", "--chdir", "/", "--", python, "-I", "-S", "-B",
+                  f"{RUNTIME_IN_SANDBOX}/zygote.py"] + zygote_args
 
 
 def _forward_stderr(proc: subprocess.Popen, slot: int) -> None:
@@ -258,13 +263,17 @@ class ProcessExecutor:
         if bwrap is None:
             raise SandboxUnavailable(f"bubblewrap ({self.config.bwrap!r}) not found: install Debian's "
                                      "'bubblewrap' package, or use backend='docker'")
+        if not 0 < concurrency <= SUPERVISOR_UID_OFFSET:
+            raise ValueError(f"concurrency must be between 1 and {SUPERVISOR_UID_OFFSET}, got {concurrency}")
         base_uid = self.config.base_uid or _random_uid_block(concurrency)
         self.config = ProcessSandboxConfig(**{**self.config.__dict__, "bwrap": bwrap, "base_uid": base_uid})
         self.as_root = os.geteuid() == 0
         if not self.as_root:
             _note_once("nonroot", "process sandbox without root: user namespace, no per-slot uid, no cgroups; "
                        "process counts are bounded only by the wall-clock limit")
-        self.cgroups = SlotCgroups(concurrency, self.config.cgroups and self.as_root)
+        self.cgroups = SlotCgroups(concurrency, self.config.cgroups and self.as_root,
+                                   supervisor_memory_mb=self.config.supervisor_memory_mb,
+                                   max_memory_mb=self.config.max_memory_mb, max_processes=self.config.max_processes)
         try:
             self.pool = SlotPool(concurrency, self._start_slot, backend=self.name, languages=languages,
                                  start_timeout_s=self.config.start_timeout_s)
@@ -273,9 +282,14 @@ class ProcessExecutor:
             raise
 
     def _start_slot(self, index: int) -> SlotHandle:
-        cmd = bwrap_command(self.config, index, self.cgroups.dirs[index], self.as_root)
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                close_fds=True, start_new_session=False)
+        fds = [(os.open(f, os.O_RDONLY | os.O_CLOEXEC), f.name) for f in runtime_files()]
+        try:
+            cmd = bwrap_command(self.config, index, self.cgroups.binds(index), self.as_root, fds)
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    close_fds=True, pass_fds=[fd for fd, _ in fds], start_new_session=False)
+        finally:
+            for fd, _ in fds:
+                os.close(fd)
         threading.Thread(target=_forward_stderr, args=(proc, index), name=f"sandbox-slot-{index}-stderr",
                          daemon=True).start()
 
@@ -289,10 +303,23 @@ class ProcessExecutor:
     def hellos(self) -> list[dict]:
         return self.pool.hellos
 
+    def _within_caps(self, request: ExecutionRequest) -> None:
+        limits = getattr(request, "limits", None)
+        for name, cap, option in (("memory_mb", self.config.max_memory_mb, "max_memory_mb"),
+                                  ("scratch_mb", self.config.max_memory_mb, "max_memory_mb"),
+                                  ("max_processes", self.config.max_processes, "max_processes")):
+            value = getattr(limits, name, 0)
+            if isinstance(value, (int, float)) and value > cap:
+                raise InvalidExecutionRequest(f"limit {name}={value} is above this sandbox's {option} ({cap}); "
+                                              f"raise it with create_executor('process', {option}=...)")
+
     def execute(self, request: ExecutionRequest) -> ExecutionResult:
+        self._within_caps(request)
         return self.pool.execute(request)
 
     def execute_batch(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult]:
+        for request in requests:
+            self._within_caps(request)
         return self.pool.execute_batch(requests)
 
     def close(self) -> None:

@@ -13,6 +13,10 @@ capped: the first ``output_bytes`` are kept, and the first byte beyond kills
 B (``killed_for == "output"``) -- a program flooding its output will not stop
 by itself.
 
+Container mode (no cgroup of the programs' own: the container's also holds A): while
+waiting, A reads B's resident set every ``RSS_PERIOD_S`` and kills B past its memory
+limit (``killed_for == "memory"``); the container's cgroup stays the hard bound.
+
 Killing B is SIGKILL to B (by pidfd). Whatever B started and left behind runs
 under the slot uid, and :meth:`Child.reap` hands it to the supervisor's cleanup,
 which kills every process of that uid (or, in the no-setuid mode where B is PID
@@ -33,6 +37,8 @@ from .forks import ForkClient, ZygoteGone  # noqa: F401 - re-exported for the su
 
 _READ = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
 DRAIN_S = 2.0
+RSS_PERIOD_S = 0.01
+_PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 class Deadline(BaseException):
@@ -43,16 +49,18 @@ class Child:
     """One B, from A's side. Create with :func:`spawn`."""
 
     def __init__(self, forks: ForkClient, pid: int, pidfd: int | None, out_fd: int, err_fd: int,
-                 chan: socket.socket | None, cap: int, max_frame: int, cleanup=None) -> None:
+                 chan: socket.socket | None, cap: int, max_frame: int, cleanup=None, memory_kb: int = 0) -> None:
         self.forks, self.pid, self.pidfd = forks, pid, pidfd
+        self.memory_kb = memory_kb     # > 0: watch B's resident set (container mode)
         self._cleanup = cleanup        # no PID namespace (container fallback): kill B's strays after it
         self.started = time.monotonic()
+        self._next_rss = self.started + RSS_PERIOD_S
         self.cap = cap
         self.chan = chan
         self.reader = framing.FrameReader(max_frame)
         self.out, self.err = bytearray(), bytearray()
         self.out_over = self.err_over = False
-        self.killed_for = ""           # "", "wall_time", "output", "protocol", "harness"
+        self.killed_for = ""           # "", "wall_time", "output", "memory", "protocol", "harness"
         self.exit: dict | None = None  # the zygote's exit notice: status, utime, stime, maxrss
         self.wall_s = 0.0
         self._fds = {out_fd: "out", err_fd: "err"}
@@ -134,10 +142,17 @@ class Child:
     # -- the poll loop ---------------------------------------------------------------------------
     def _wait_events(self, deadline: float, want_write: bool = False) -> None:
         """Block until output, channel data, B's exit or the deadline (then: kill, raise Deadline)."""
-        remaining = deadline - time.monotonic()
+        now = time.monotonic()
+        remaining = deadline - now
         if remaining <= 0:
             self.kill("wall_time")
             raise Deadline()
+        if self.memory_kb and self.exit is None:
+            if now >= self._next_rss:
+                self._next_rss = now + RSS_PERIOD_S
+                if self._rss_kb() > self.memory_kb:
+                    self.kill("memory")
+            remaining = min(remaining, self._next_rss - now)
         if want_write and self.chan is not None:
             self._poll.modify(self.chan.fileno(), _READ | select.POLLOUT)
         try:
@@ -153,6 +168,13 @@ class Child:
             elif fd == self.forks.fileno():
                 self.forks.drain()
                 self._note_exit()
+
+    def _rss_kb(self) -> int:
+        try:
+            with open(f"/proc/{self.pid}/statm", "rb") as f:
+                return int(f.read().split()[1]) * _PAGE_KB
+        except (OSError, ValueError, IndexError):
+            return 0
 
     def _note_exit(self) -> None:
         if self.exit is None and self.pid in self.forks.exits:
@@ -264,7 +286,7 @@ class Child:
 
 
 def spawn(forks: ForkClient, role: str, cfg: dict, *, stdin_data: bytes | None, channel: bool, cap: int,
-          max_frame: int, cleanup=None) -> Child:
+          max_frame: int, cleanup=None, memory_kb: int = 0) -> Child:
     """Have the zygote fork a B running ``untrusted.main(role, cfg, fds)``; return A's handle."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -286,7 +308,7 @@ def spawn(forks: ForkClient, role: str, cfg: dict, *, stdin_data: bytes | None, 
             os.close(fd)
         if b_sock is not None:
             b_sock.close()
-    return Child(forks, pid, pidfd, out_r, err_r, a_sock, cap, max_frame, cleanup)
+    return Child(forks, pid, pidfd, out_r, err_r, a_sock, cap, max_frame, cleanup, memory_kb)
 
 
 _DEVNULL: list[int] = []

@@ -1,125 +1,45 @@
-"""Slot-level isolation facts and cgroup control, set up once when a slot starts.
+"""Slot-level isolation, set up once when a slot starts: facts, mounts, A's confinement.
 
 :class:`SlotInfo` is what both long-lived processes of a slot (the supervisor
-A and the template zygote) know: the mode, the slot uid, whether namespaces
-are available, the scratch location. :func:`b_config` turns it plus one
-execution's limits into the dict B confines itself with (untrusted.confine) --
-numbers and configuration only, never request data.
+A and the template zygote) know: the mode, the slot and supervisor uids, whether
+namespaces are available, whether a cgroup bounds the programs' memory, the
+scratch location. :func:`b_config` turns it plus one execution's limits into
+the dict B confines itself with (untrusted.confine) -- numbers and
+configuration only, never request data. The zygote takes the slot's facts from
+its own SlotInfo, never from A's message (:func:`slot_fields`).
 
-:class:`Cgroups` is A's handle on the slot's cgroup v1 memory and pids
-controllers. The template zygote joins them once at start-up, so every B is
-*born* inside (moving a task between cgroups costs an RCU grace period,
-~1 ms, which per execution would cost more than the fork). A writes the limits
-only when they change and reads the OOM-kill / fork-refusal counters only
-after an abnormal exit.
+:func:`confine_supervisor`: A is trusted for verdicts (it runs the reference's
+check code), not with the host. It gets namespaces of its own and runs as an
+unprivileged uid of its own with only CAP_KILL, RLIMIT_NPROC 1 and no writable
+cgroup descriptor (cgroups.py), so check code can neither fork nor touch a
+cgroup nor act as root.
 """
 
 from __future__ import annotations
 
 import os
+import resource
 
 from . import linux
 
-_MB = 1024 * 1024
-ZYGOTE_SLACK_MB = 16      # the template zygote lives in the slot's memory cgroup too
-ZYGOTE_PIDS = 2           # ... and in its pids cgroup (with a scratch holder for compiled languages)
-
-
-class Cgroups:
-    """cgroup v1 memory + pids control files of this slot (opened once, before the zygote forks)."""
-
-    def __init__(self, memory_dir: str | None, pids_dir: str | None) -> None:
-        self.mem = _open_all(memory_dir, {"limit": ("memory.limit_in_bytes", os.O_WRONLY),
-                                          "oom": ("memory.oom_control", os.O_RDONLY),
-                                          "procs": ("cgroup.procs", os.O_WRONLY)})
-        self.pids = _open_all(pids_dir, {"max": ("pids.max", os.O_WRONLY),
-                                         "events": ("pids.events", os.O_RDONLY),
-                                         "current": ("pids.current", os.O_RDONLY),
-                                         "procs": ("cgroup.procs", os.O_WRONLY)})
-        self._limits: tuple[int, int] | None = None
-        self._counters = self._read_counters()
-
-    def join(self) -> None:
-        """Move the calling process (the template zygote) into both cgroups."""
-        for d in (self.mem, self.pids):
-            if d:
-                os.write(d["procs"], b"0")          # cgroup v1: "0" is the writer itself
-
-    def close_all(self) -> None:
-        for d in (self.mem, self.pids):
-            for fd in d.values():
-                os.close(fd)
-            d.clear()
-
-    def set_limits(self, memory_mb: int, scratch_mb: int, max_processes: int) -> None:
-        """The limits for the next B: its memory plus the tmpfs it may fill; its processes."""
-        wanted = ((memory_mb + scratch_mb + ZYGOTE_SLACK_MB) * _MB, max_processes + ZYGOTE_PIDS)
-        if wanted == self._limits:
-            return
-        if self.mem:
-            os.pwrite(self.mem["limit"], str(wanted[0]).encode(), 0)
-        if self.pids:
-            os.pwrite(self.pids["max"], str(wanted[1]).encode(), 0)
-        self._limits = wanted
-
-    def tasks(self) -> int | None:
-        """How many tasks the slot's pids cgroup holds (the zygote is one), or None without it."""
-        if not self.pids:
-            return None
-        try:
-            return int(os.pread(self.pids["current"], 64, 0))
-        except (OSError, ValueError):
-            return None
-
-    def _read_counters(self) -> tuple[int, int]:
-        return (_field(self.mem.get("oom"), b"oom_kill"), _field(self.pids.get("events"), b"max"))
-
-    def limit_events(self) -> tuple[bool, bool]:
-        """(an OOM kill happened, a fork was refused) since the last call."""
-        now = self._read_counters()
-        before, self._counters = self._counters, now
-        return now[0] > before[0], now[1] > before[1]
-
-    @property
-    def enabled(self) -> dict:
-        return {"cgroup_memory": bool(self.mem), "cgroup_pids": bool(self.pids)}
-
-
-def _open_all(directory: str | None, files: dict) -> dict[str, int]:
-    fds: dict[str, int] = {}
-    if not directory:
-        return fds
-    try:
-        for key, (name, flags) in files.items():
-            fds[key] = os.open(os.path.join(directory, name), flags | os.O_CLOEXEC)
-    except OSError:
-        for fd in fds.values():
-            os.close(fd)
-        return {}
-    return fds
-
-
-def _field(fd: int | None, key: bytes) -> int:
-    if fd is None:
-        return 0
-    try:
-        data = os.pread(fd, 4096, 0)
-    except OSError:
-        return 0
-    for line in data.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] == key:
-            return int(parts[1])
-    return 0
+#: A's namespaces of its own (process backend): a mount namespace with the full /proc, an empty
+#: network, its own IPC and UTS, and a cgroup namespace rooted at its own cgroup.
+SUPERVISOR_NAMESPACES = (linux.CLONE_NEWNS | linux.CLONE_NEWCGROUP | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS
+                         | linux.CLONE_NEWNET)
 
 
 class SlotInfo:
     """Static facts about this slot, shared by A and the template zygote."""
 
-    def __init__(self, mode: str, slot_uid: int | None, scratch: str) -> None:
+    def __init__(self, mode: str, slot_uid: int | None, scratch: str, supervisor_uid: int | None = None,
+                 memory_cgroup: bool = False) -> None:
         self.mode = mode
         self.uid = slot_uid                  # None: cannot change uid (user namespace): drop caps only
         self.owner = 0 if slot_uid is None else slot_uid
+        self.supervisor_uid = supervisor_uid if slot_uid is not None else None
+        # A cgroup bounds the memory of B (and of whatever B starts): RLIMIT_AS, which counts address
+        # space (per-thread malloc arenas and stacks) rather than memory, is then only a loose backstop.
+        self.memory_cgroup = memory_cgroup
         self.scratch = scratch
         self.namespaces = mode == "process" or probe_namespaces()
         # Only without a uid of its own is B the init of a PID namespace of its own: PID 1 ignores
@@ -133,12 +53,15 @@ class SlotInfo:
         self.shared_scratch = self.namespaces and slot_uid is not None
         self.proc = "/proc"                  # A's full view of the slot's processes (see setup_slot_mounts)
         self.scratch_mb = DEFAULT_SCRATCH_MB
+        self.caps = (4096, 1024)             # (memory MB, processes): the most the zygote grants A (set by main)
+        self.userns_blocked = False          # the seccomp filter is installed (set by main)
         self.pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if self.namespaces else None
 
     def describe(self) -> dict:
         return {"mode": self.mode, "namespaces": self.namespaces, "setuid": self.uid is not None,
-                "uid": self.uid, "pid_ns_per_b": self.pid_ns_per_b, "shared_scratch": self.shared_scratch,
-                "private_proc": self.proc != "/proc"}
+                "uid": self.uid, "supervisor_uid": self.supervisor_uid, "pid_ns_per_b": self.pid_ns_per_b,
+                "shared_scratch": self.shared_scratch, "memory_cgroup": self.memory_cgroup,
+                "userns_blocked": self.userns_blocked}
 
 
 def setup_slot_mounts(slot: SlotInfo, private_proc: str) -> None:
@@ -170,14 +93,45 @@ _SCRATCH_MOUNTS = {"scratch": linux.MS_NOSUID | linux.MS_NODEV,
                    "/dev/shm": linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC}
 
 
+def slot_fields(slot: SlotInfo) -> dict:
+    """The security-relevant part of B's configuration: the zygote's own facts, whatever A sent."""
+    return {"namespaces": slot.namespaces, "pid1": slot.pid_ns_per_b, "uid": slot.uid, "owner": slot.owner,
+            "scratch": slot.scratch, "rlimit_nproc": slot.uid is not None, "memory_cgroup": slot.memory_cgroup}
+
+
 def b_config(slot: SlotInfo, limits: dict, **extra: object) -> dict:
     """What B needs to confine itself: the slot's facts and this execution's limits."""
-    cfg = {"namespaces": slot.namespaces, "pid1": slot.pid_ns_per_b, "uid": slot.uid, "owner": slot.owner,
-           "scratch": slot.scratch,
-           "scratch_mb": int(limits["scratch_mb"]), "rlimit_nproc": slot.uid is not None,
+    cfg = {**slot_fields(slot), "scratch_mb": int(limits["scratch_mb"]),
            "limits": {k: limits[k] for k in ("cpu_s", "memory_mb", "max_processes", "file_size_mb", "open_files")}}
     cfg.update(extra)
     return cfg
+
+
+def confine_supervisor(slot: SlotInfo, private_proc: str) -> None:
+    """A, right after the split: its own namespaces, then an unprivileged uid with CAP_KILL only.
+
+    Called while still root with the slot's capabilities. Afterwards A can signal the slot's
+    processes (to kill B and its leftovers) and read what it needs, and nothing else: it cannot
+    fork (RLIMIT_NPROC 1 for a uid of its own; its pids cgroup as well), write a cgroup file, mount,
+    create a user namespace (seccomp), or ptrace.
+    """
+    if slot.namespaces and slot.mode == "process":
+        linux.unshare(SUPERVISOR_NAMESPACES)
+        if private_proc and slot.proc == private_proc:
+            linux.mount(private_proc, "/proc", None, linux.MS_BIND | linux.MS_REC)   # A's full /proc, A's alone
+            slot.proc = "/proc"
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+    linux.drop_bounding_set(linux.last_cap())                # while CAP_SETPCAP is still effective
+    if slot.supervisor_uid is not None:
+        uid = slot.supervisor_uid
+        resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))     # a uid of its own: A is its only process
+        linux.prctl(linux.PR_SET_KEEPCAPS, 1)
+        os.setgroups(())
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        linux.prctl(linux.PR_SET_KEEPCAPS, 0)
+    linux.set_capabilities((linux.CAP_KILL,))
+    linux.prctl(linux.PR_SET_DUMPABLE, 0)                     # (a uid change resets it)
 
 
 def probe_namespaces() -> bool:

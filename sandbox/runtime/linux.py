@@ -11,10 +11,12 @@ import ctypes
 import os
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
 
 MS_RDONLY = 1
 MS_NOSUID = 2
@@ -24,9 +26,11 @@ MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
+PR_SET_KEEPCAPS = 8
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
@@ -39,6 +43,7 @@ _libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctype
 _libc.unshare.argtypes = (ctypes.c_int,)
 _libc.setns.argtypes = (ctypes.c_int, ctypes.c_int)
 _libc.prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
+_libc.umount2.argtypes = (ctypes.c_char_p, ctypes.c_int)
 _capset = _libc.capset          # resolved here, in the zygote: a forked B finds it ready (no dlsym, fewer page faults)
 
 
@@ -67,6 +72,10 @@ def setns(fd: int, nstype: int) -> None:
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     enc = (lambda s: None if s is None else s.encode())
     _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def umount(target: str, flags: int = MNT_DETACH) -> None:
+    _check(_libc.umount2(target.encode(), flags), f"umount {target}")
 
 
 def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> None:

@@ -1,10 +1,14 @@
 """Process A: the slot's trusted supervisor. Host protocol in, raw reports out.
 
-A is long-lived (one per slot), root inside the sandbox with only CAP_KILL,
-non-dumpable, outside every B's PID namespace. It never runs the program's
-code and never forks it: B's come from the template zygote (zygote.py), whose
-memory holds no request data, so nothing A reads -- check code, other
-rollouts' programs and results -- can end up in a B's address space.
+A is long-lived (one per slot), non-dumpable, outside every B's PID namespace,
+and confined before it reads any request (isolation.confine_supervisor): its
+own mount, network, IPC, UTS and cgroup namespaces, an unprivileged uid of its
+own with only CAP_KILL, no fork, no writable cgroup descriptor -- it runs the
+reference's check code, which is trusted for the verdict, not with the host.
+It never runs the program's code and never forks it: B's come from the
+template zygote (zygote.py), whose memory holds no request data, so nothing A
+reads -- check code, other rollouts' programs and results -- can end up in a
+B's address space.
 
 Host protocol on fds 0/1 (framing.py): A writes one ``hello`` frame (isolation
 features + a self-test), then per execution reads one ``execute`` frame and,
@@ -26,9 +30,10 @@ import sys
 import time
 import traceback
 
-from . import check_split, codec, framing, harness, linux
+from . import check_split, codec, framing, harness
 from .child import Child, Deadline, ForkClient, ZygoteGone, spawn
-from .isolation import Cgroups, SlotInfo, b_config
+from .cgroups import Cgroups
+from .isolation import SlotInfo, b_config
 
 COMPILE_MEMORY_MB = 2048         # floor for compilers (cc1plus maps a lot of address space)
 CLEANUP_GRACE_S = 1.0
@@ -55,6 +60,7 @@ class Supervisor:
         self.known_pids = {1, os.getpid()}          # + the zygote's (serve): never B's
         self.empty_sizes = [os.stat(d).st_size for d in (slot.scratch, "/dev/shm")] if slot.shared_scratch else []
         self.dirty = ""             # set by _cleanup (container mode): serve() ends the slot after the report
+        self._limits: tuple[int, int, int] | None = None
 
     # -- per execution ---------------------------------------------------------------------------
     def execute(self, req: dict) -> dict:
@@ -78,9 +84,21 @@ class Supervisor:
         report.update(v=1, status="ok", harness_s=round(time.monotonic() - t0, 6))
         return report
 
+    def _set_limits(self, memory_mb: int, limits: dict) -> None:
+        """The programs' cgroup limits for the next B: set by the zygote (A holds no writable cgroup fd)."""
+        wanted = (int(memory_mb), int(limits["scratch_mb"]), int(limits["max_processes"]))
+        if wanted == self._limits or not self.cgroups.manages_programs:
+            return
+        self.forks.request({"op": "limits", "memory_mb": wanted[0], "scratch_mb": wanted[1],
+                            "max_processes": wanted[2]}, expect="limits")
+        self._limits = wanted
+
     def _spawn(self, forks: ForkClient, role: str, cfg: dict, limits: dict, **kw) -> Child:
         cap = int(limits["output_bytes"])
-        return spawn(forks, role, cfg, cap=cap, max_frame=max(16 << 20, 4 * cap), cleanup=self.cleanup, **kw)
+        watch = self.slot.memory_cgroup and not self.cgroups.manages_programs     # container mode: see _over_memory
+        memory_kb = int(cfg.get("memory_mb") or cfg["limits"]["memory_mb"]) * 1024 if watch else 0
+        return spawn(forks, role, cfg, cap=cap, max_frame=max(16 << 20, 4 * cap), cleanup=self.cleanup,
+                     memory_kb=memory_kb, **kw)
 
     def _after_b(self, pid: int) -> None:
         """B is dead; did it leave processes behind? Then sweep the slot uid (kill(-1) as that uid).
@@ -154,7 +172,7 @@ class Supervisor:
             limit = "wall_time"
         elif child.killed_for == "output" or child.out_over or child.err_over:
             limit = "output"
-        elif oom or _memory_error(child):
+        elif oom or child.killed_for == "memory" or _memory_error(child) or self._over_memory(child, limits):
             limit = "memory"
         elif sig == signal.SIGXCPU or (sig == signal.SIGKILL and not child.killed_for
                                        and child.cpu_s >= 0.5 * cpu_limit):   # hard limit; rusage under-reads
@@ -168,13 +186,21 @@ class Supervisor:
         return {"exit_code": child.exit_code, "signal": sig, "wall_s": round(child.wall_s, 6),
                 "cpu_s": round(child.cpu_s, 6), "max_rss_kb": child.max_rss_kb, "limit": limit}
 
+    def _over_memory(self, child: Child, limits: dict) -> bool:
+        """Container mode: the container's cgroup also holds A and a slack, so it alone is loose: B is
+        killed when its resident set passes memory_mb (Child.memory_kb), and a process of the program
+        whose peak RSS passed it between two looks exceeded the limit all the same (process mode: the
+        programs' own cgroup is the limit)."""
+        return not self.cgroups.manages_programs and self.slot.memory_cgroup \
+            and child.max_rss_kb > int(limits["memory_mb"]) * 1024
+
     # -- HUMANEVAL and FUNCTION_CALL: one B serves every call ----------------------------------------
     def functions(self, req: dict, secret: dict | None) -> dict:
         limits = req["limits"]
         deadline = time.monotonic() + float(limits["wall_s"])
         plan = _plan(str((secret or {}).get("check_code", ""))) if req["style"] == "humaneval" else None
         n = plan.n_cases if plan is not None else len(req.get("cases", []))
-        self.cgroups.set_limits(int(limits["memory_mb"]), int(limits["scratch_mb"]), int(limits["max_processes"]))
+        self._set_limits(int(limits["memory_mb"]), limits)
         child = self._spawn(self.forks, "functions", b_config(self.slot, limits), limits, stdin_data=None,
                             channel=True)
         remote = harness.Remote(child, deadline)
@@ -237,8 +263,8 @@ class Supervisor:
     def _compile(self, forks: ForkClient, req: dict) -> dict:
         limits, lang = req["limits"], req["language"]
         memory_mb = max(int(limits["memory_mb"]), COMPILE_MEMORY_MB)
-        self.cgroups.set_limits(memory_mb, int(limits["scratch_mb"]), int(limits["max_processes"]))
-        lim = {**limits, "cpu_s": max(float(limits["cpu_s"]), float(limits["compile_wall_s"]))}
+        self._set_limits(memory_mb, limits)
+        lim = {**limits, "memory_mb": memory_mb, "cpu_s": max(float(limits["cpu_s"]), float(limits["compile_wall_s"]))}
         cfg = b_config(self.slot, lim, memory_mb=memory_mb, argv=list(lang["compile"]), write_source=True,
                        source_file=lang["source_file"])
         deadline = time.monotonic() + float(limits["compile_wall_s"])
@@ -255,7 +281,7 @@ class Supervisor:
     def _run_cases(self, forks: ForkClient, req: dict, compiled: dict | None) -> dict:
         limits, lang, cases_in = req["limits"], req["language"], req.get("cases", [])
         report: dict = {"compile": compiled, "cases": [], "process": None, "stdout": "", "stderr": ""}
-        self.cgroups.set_limits(int(limits["memory_mb"]), int(limits["scratch_mb"]), int(limits["max_processes"]))
+        self._set_limits(int(limits["memory_mb"]), limits)
         fast = bool(lang.get("fast_path")) and compiled is None
         needs_code = compiled is None
         if fast:
@@ -361,7 +387,6 @@ _SELFTEST = {"op": "execute", "style": "function_call", "code": "def f(x):\n    
 
 def serve(slot: SlotInfo, cgroups: Cgroups, zsock: socket.socket, zygote_pid: int) -> int:
     """A's main loop (see the module docstring). Returns the process exit status."""
-    linux.set_capabilities((linux.CAP_KILL,))       # all A does with privilege is kill B
     sup = Supervisor(slot, cgroups, ForkClient(zsock))
     sup.known_pids.add(zygote_pid)
     try:

@@ -18,8 +18,8 @@ program before A sends it -- the rlimits, by prlimit. B itself then:
    uid's processes, not A, the zygote or bwrap) were set up once by the zygote
    and are swept and checked after every execution (isolation.py);
 2. puts its pipes on fds 0/1/2 (+3, the call channel) and closes every other fd;
-3. rlimits (CPU, address space, processes, file size, open files, no core),
-   unless the zygote set them;
+3. rlimits (CPU, address space -- a loose backstop where a cgroup bounds the
+   memory --, processes, file size, open files, no core), unless the zygote set them;
 4. setgroups([]), setresgid/setresuid to the slot's unprivileged uid (which
    empties every capability set), or, without a uid of its own, capset to none;
 5. cwd = scratch (the environment was scrubbed once, in the zygote).
@@ -96,15 +96,23 @@ def scrub_environment(scratch: str) -> None:
     os.environ.update(SAFE_ENV, HOME=scratch, TMPDIR=scratch)
 
 
+def address_space_mb(memory_mb: int, memory_cgroup: bool) -> int:
+    """B's RLIMIT_AS. It counts address space, not memory: every thread reserves a malloc arena
+    (64 MB) and a stack (8 MB), so as *the* memory limit it fails correct multi-threaded programs.
+    Where a cgroup bounds the memory, it is only a loose backstop against absurd mappings."""
+    return max(8 * memory_mb, 4096) if memory_cgroup else memory_mb
+
+
 def rlimits(cfg: dict) -> list[tuple[int, tuple[int, int]]]:
     """B's rlimits as (resource, (soft, hard)): set by B itself, or by the zygote with prlimit."""
     lim = cfg["limits"]
     cpu = max(1, int(-(-float(lim["cpu_s"]) // 1)))     # ceil: SIGXCPU at the limit, SIGKILL a second later
+    memory_mb = address_space_mb(int(cfg.get("memory_mb") or lim["memory_mb"]), bool(cfg.get("memory_cgroup")))
     out = [(resource.RLIMIT_CPU, (cpu, cpu if cfg["pid1"] else cpu + 1)),   # PID 1 would ignore SIGXCPU
            (resource.RLIMIT_FSIZE, (int(lim["file_size_mb"]) * _MB,) * 2),
            (resource.RLIMIT_NOFILE, (int(lim["open_files"]),) * 2),
            (resource.RLIMIT_CORE, (0, 0)),
-           (resource.RLIMIT_AS, (int(cfg.get("memory_mb") or lim["memory_mb"]) * _MB,) * 2)]
+           (resource.RLIMIT_AS, (memory_mb * _MB,) * 2)]
     if cfg["rlimit_nproc"]:
         out.append((resource.RLIMIT_NPROC, (int(lim["max_processes"]),) * 2))
     return out

@@ -4,13 +4,16 @@ Started once per slot, inside the sandbox (bubblewrap for the process backend,
 a container for the docker backend)::
 
     python3 -I -S /opt/sandbox/runtime/zygote.py --mode process --slot-uid 61000 \\
-        [--cgroup-memory DIR] [--cgroup-pids DIR] [--no-setuid] [--scratch /scratch] \\
-        [--private-proc /run/sandbox/proc]
+        --supervisor-uid 61512 [--cgroup /run/sandbox/cgroup] [--no-setuid] [--scratch /scratch] \\
+        [--private-proc /run/sandbox/proc] [--max-memory-mb 4096] [--max-processes 1024]
 
-The process pre-imports what HumanEval-style code uses, then splits in two:
+The process pre-imports what HumanEval-style code uses, opens the slot's cgroup
+files and joins the supervisor's cgroup (cgroups.py), installs the seccomp
+filter that refuses user namespaces to the whole slot (seccomp.py), then splits
+in two:
 
 * the **template zygote** (forked child): closes the host's pipes, joins the
-  slot's cgroups, sets no_new_privs, empties its capability bounding set, and
+  programs' cgroups, sets no_new_privs, empties its capability bounding set, and
   from then on only forks. It never receives a byte of any request -- only "spawn a B with these
   limits and these fds" -- so every B it forks (and B's memory is a copy of
   the zygote's) contains nothing from any execution: not the check code, not
@@ -18,8 +21,15 @@ The process pre-imports what HumanEval-style code uses, then splits in two:
   (``gc.freeze()``-d, so children do not dirty its pages) costs ~1 ms;
   starting a fresh one ~20 ms.
 * the **supervisor A** (the original process, supervisor.py): speaks the
-  host protocol on fds 0/1, asks the zygote for B's, talks to them, and keeps
-  only CAP_KILL.
+  host protocol on fds 0/1, asks the zygote for B's, talks to them. It runs the
+  reference's check code, so it confines itself before reading any request
+  (isolation.confine_supervisor): namespaces of its own, an unprivileged uid of
+  its own with only CAP_KILL, no fork, no writable cgroup descriptor.
+
+The zygote trusts nothing A sends beyond "which configuration, which fds": a B's
+uid, namespaces and scratch come from the zygote's own facts (isolation.slot_fields),
+and limits, the scratch size and the programs' cgroup limits are clamped to the
+caps the host gave on the command line (no more than any client may request).
 
 Fork service protocol (forks.py: AF_UNIX SOCK_SEQPACKET, one message per packet,
 fds by SCM_RIGHTS). The hot path is short text, because every object the zygote
@@ -29,8 +39,9 @@ touches after a fork costs it a copy-on-write fault: A -> zygote
 <maxrss>``. JSON for the rest: ``{"op": "cfg", "id", "cfg"}`` (B's configuration:
 limits, argv; sent once, then named by id; ``{"op": "forget"}`` drops them all);
 ``{"op": "resize", "scratch_mb"}`` -> ``{"op": "resized"}`` (the slot's scratch and
-/dev/shm tmpfs size); ``{"op": "holder", "scratch_mb"}`` -> ``{"op": "holder",
-"pid"}`` + [socket] (container mode: a fork of the zygote whose children share a
+/dev/shm tmpfs size); ``{"op": "limits", "memory_mb", "scratch_mb", "max_processes"}``
+-> ``{"op": "limits"}`` (the programs' cgroup limits); ``{"op": "holder", "scratch_mb"}``
+-> ``{"op": "holder", "pid"}`` + [socket] (container mode: a fork of the zygote whose children share a
 per-execution scratch directory, for compiled languages); ``{"op": "cleanup",
 "dir"}`` -> kill every process of the slot uid, remove what it left ->
 ``{"op": "cleaned", "dirty"}``; any failure -> ``{"op": "error", "error"}``.
@@ -62,7 +73,9 @@ PRELOAD = ("math", "re", "string", "collections", "itertools", "functools", "hea
            "array", "cmath", "struct", "time")
 
 _PKG = os.path.basename(os.path.dirname(os.path.abspath(__file__))) if __name__ == "__main__" else __package__
+cgroups_mod = importlib.import_module(f"{_PKG}.cgroups")
 isolation = importlib.import_module(f"{_PKG}.isolation")
+seccomp = importlib.import_module(f"{_PKG}.seccomp")
 linux = importlib.import_module(f"{_PKG}.linux")
 untrusted = importlib.import_module(f"{_PKG}.untrusted")
 forks = importlib.import_module(f"{_PKG}.forks")
@@ -83,8 +96,9 @@ def _send(sock: socket.socket, msg: dict, fds: list[int] = ()) -> None:
 class Template:
     """The fork service loop, run by the template zygote and by per-execution scratch holders."""
 
-    def __init__(self, sock: socket.socket, slot, own_scratch: bool, scratch: str) -> None:
+    def __init__(self, sock: socket.socket, slot, own_scratch: bool, scratch: str, cgroups=None) -> None:
         self.sock, self.slot, self.own_scratch, self.scratch = sock, slot, own_scratch, scratch
+        self.cgroups = cgroups or cgroups_mod.Cgroups.none()
         self.children: dict[int, int | None] = {}       # pid -> pidfd (ours)
         self.poll = select.poll()
         self.poll.register(sock.fileno(), select.POLLIN)
@@ -137,15 +151,18 @@ class Template:
         op = msg.get("op")
         try:
             if op == "cfg":
-                cfg = {**msg["cfg"], "own_scratch": self.own_scratch, "scratch": self.scratch}
+                cfg = self._trusted_cfg(msg["cfg"])
                 self.cfgs[str(msg["id"]).encode()] = (cfg, untrusted.rlimits(cfg))
             elif op == "forget":
                 self.cfgs.clear()
             elif op == "resize":
-                isolation.resize_slot_mounts(self.slot, int(msg["scratch_mb"]))
+                isolation.resize_slot_mounts(self.slot, self._cap_mb(msg["scratch_mb"]))
                 _send(self.sock, {"op": "resized"})
+            elif op == "limits":
+                self.cgroups.set_limits(int(msg["memory_mb"]), int(msg["scratch_mb"]), int(msg["max_processes"]))
+                _send(self.sock, {"op": "limits"})
             elif op == "holder":
-                self._holder(int(msg.get("scratch_mb", 64)))
+                self._holder(self._cap_mb(msg.get("scratch_mb", 64)))
             elif op == "cleanup":
                 self._cleanup(str(msg.get("dir", "")))
             else:
@@ -155,6 +172,23 @@ class Template:
         finally:
             for fd in fds:
                 os.close(fd)
+
+    def _cap_mb(self, value: object) -> int:
+        return min(max(int(value), 1), self.slot.caps[0])
+
+    def _trusted_cfg(self, asked: dict) -> dict:
+        """B's configuration from A's: the slot's facts are ours, the limits clamped to the host's caps."""
+        lim = dict(asked["limits"])
+        lim["memory_mb"] = self._cap_mb(lim["memory_mb"])
+        lim["max_processes"] = min(max(int(lim["max_processes"]), 1), self.slot.caps[1])
+        lim["file_size_mb"] = self._cap_mb(lim["file_size_mb"])
+        lim["open_files"] = min(max(int(lim["open_files"]), 3), 65536)
+        cfg = {**asked, **isolation.slot_fields(self.slot), "limits": lim,
+               "scratch_mb": self._cap_mb(asked["scratch_mb"]), "own_scratch": self.own_scratch,
+               "scratch": self.scratch}
+        if asked.get("memory_mb"):
+            cfg["memory_mb"] = self._cap_mb(asked["memory_mb"])
+        return cfg
 
     def _spawn(self, packet: bytes, fds: list[int]) -> None:
         try:
@@ -207,7 +241,7 @@ class Template:
                     scratch = os.path.join(scratch, f"h{os.getpid()}")
                     os.mkdir(scratch, 0o700)
                     os.chown(scratch, self.slot.owner, self.slot.owner)
-                Template(theirs, self.slot, own_scratch=False, scratch=scratch).serve()
+                Template(theirs, self.slot, own_scratch=False, scratch=scratch, cgroups=self.cgroups).serve()
             except BaseException:  # noqa: BLE001 - a holder must never return into the zygote's loop
                 code = 1
             os._exit(code)
@@ -219,7 +253,8 @@ class Template:
         """No PID namespaces: kill everything of the slot uid, remove B's scratch (in a child: our memory stays clean)."""
         # docker backend: container_sweep also removes what the uid left in /tmp, /dev/shm, /dev/mqueue
         # and its SysV IPC objects, and reports survivors ("dirty"): A then ends the slot after its report.
-        scratch = directory if directory.startswith(self.slot.scratch + "/") else ""
+        directory = os.path.normpath(directory) if directory else ""
+        scratch = directory if os.path.dirname(directory) == self.slot.scratch else ""   # asked by A: a child only
         if self.slot.uid is None:
             if scratch:
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -271,12 +306,13 @@ def _become_template(sock: socket.socket, slot, cgroups) -> None:
         os.dup2(devnull, 0)                      # never hold the host's pipes
         os.dup2(devnull, 1)
         os.close(devnull)
-        cgroups.join()
-        cgroups.close_all()
+        cgroups.become_zygote()                  # every B is born in the programs' cgroups
+        if slot.namespaces and slot.mode == "process":
+            linux.unshare(linux.CLONE_NEWCGROUP)  # B sees its own cgroup as the root
         linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)   # inherited by every B: no privilege through execve
         linux.drop_bounding_set(linux.last_cap())
         untrusted.scrub_environment(slot.scratch)
-        Template(sock, slot, own_scratch=True, scratch=slot.scratch).serve()
+        Template(sock, slot, own_scratch=True, scratch=slot.scratch, cgroups=cgroups).serve()
     except BaseException as exc:  # noqa: BLE001 - report and exit; A sees the socket close
         os.write(2, f"zygote: {type(exc).__name__}: {exc}\n".encode())
         code = 1
@@ -288,21 +324,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("process", "container"), default="process")
     parser.add_argument("--slot-uid", type=int, default=61000)
     parser.add_argument("--no-setuid", action="store_true", help="user-namespace sandbox: drop caps, keep uid")
-    parser.add_argument("--cgroup-memory", default="")
-    parser.add_argument("--cgroup-pids", default="")
+    parser.add_argument("--supervisor-uid", type=int, default=None, help="A's own unprivileged uid")
+    parser.add_argument("--cgroup", default="", help="the slot's cgroup directory (process mode, see cgroups.py)")
     parser.add_argument("--scratch", default="/scratch")
     parser.add_argument("--private-proc", default="", help="where A keeps a full /proc (a root-only dir)")
+    parser.add_argument("--max-memory-mb", type=int, default=4096, help="cap on any memory/scratch limit A asks")
+    parser.add_argument("--max-processes", type=int, default=1024, help="cap on any process limit A asks")
     args = parser.parse_args(argv)
 
     linux.prctl(linux.PR_SET_DUMPABLE, 0)          # B (another uid anyway) can never ptrace or read us
     for name in PRELOAD:
         importlib.import_module(name)
-    slot = isolation.SlotInfo(args.mode, None if args.no_setuid else args.slot_uid, args.scratch)
+    if args.mode == "container":
+        cgroups = cgroups_mod.Cgroups.for_container()
+    elif args.cgroup:
+        cgroups = cgroups_mod.Cgroups.for_slot(args.cgroup, args.max_memory_mb, args.max_processes)
+    else:
+        cgroups = cgroups_mod.Cgroups.none()
+    slot = isolation.SlotInfo(args.mode, None if args.no_setuid else args.slot_uid, args.scratch,
+                              supervisor_uid=args.supervisor_uid, memory_cgroup=cgroups.memory_limited)
+    slot.caps = (max(args.max_memory_mb, 1), max(args.max_processes, 1))
     if slot.namespaces:
         linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)   # B's mounts never propagate back
+        for name in (os.listdir(args.cgroup) if args.cgroup and os.path.isdir(args.cgroup) else ()):
+            linux.umount(os.path.join(args.cgroup, name))   # descriptors are open: no path to a cgroup file is left
     if slot.shared_scratch:
         isolation.setup_slot_mounts(slot, args.private_proc)
-    cgroups = isolation.Cgroups(args.cgroup_memory or None, args.cgroup_pids or None)
+    cgroups.join_supervisor()                      # A, and anything it could ever fork, in the slot's cgroups
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+    try:
+        slot.userns_blocked = seccomp.install()    # inherited by A, the zygote and every B
+    except OSError as exc:                         # a kernel without seccomp filters: said in the hello
+        os.write(2, f"zygote: no seccomp filter, user namespaces stay possible: {exc}\n".encode())
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     gc.collect()
     gc.freeze()                                    # children do not touch (copy) these objects' pages
@@ -311,7 +364,9 @@ def main(argv: list[str] | None = None) -> int:
         ours.close()
         _become_template(theirs, slot, cgroups)
     theirs.close()
-    supervisor = importlib.import_module(f"{_PKG}.supervisor")
+    supervisor = importlib.import_module(f"{_PKG}.supervisor")   # before A drops root: the runtime is root's
+    cgroups.become_supervisor()
+    isolation.confine_supervisor(slot, args.private_proc)
     return supervisor.serve(slot, cgroups, ours, zygote_pid=pid)
 
 

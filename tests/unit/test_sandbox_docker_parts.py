@@ -112,6 +112,12 @@ def test_containers_are_locked_down():
     assert settings["stdin_open"] and not settings["tty"]
 
 
+def test_the_supervisor_gets_a_uid_of_its_own():
+    command = container_settings(DockerConfig(), "img:tag", 123456789, {"l": "v"}, 987654321)["command"]
+    assert command[command.index("--supervisor-uid") + 1] == "987654321"
+    assert command[command.index("--slot-uid") + 1] == "123456789"
+
+
 def test_container_memory_follows_the_execution_limits():
     config = DockerConfig(memory_slack_mb=100, compile_memory_mb=512)
     assert config.container_memory_mb(Limits(memory_mb=256, scratch_mb=32)) == 388

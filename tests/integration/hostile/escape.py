@@ -558,3 +558,164 @@ PROGRAMS: list[HostileProgram] = [
                     _esc(f"sees the host's listener on port {port}")
         '''),
 ]
+
+#: Check code that attacks from the supervisor (the trusted process that runs it): fork, threads,
+#: user namespaces, root, and any way to write a cgroup file -- by path or through a descriptor.
+#: It never prints (the supervisor's stdout is the host protocol): escapes go into an assert message.
+HOSTILE_CHECK = r'''
+    import ctypes, os
+    _FOUND = []
+    def _attempt(what, fn):
+        try:
+            if fn() is not False:
+                _FOUND.append(what)
+        except BaseException:
+            pass
+    def _fork():
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+    def _thread():
+        import _thread
+        _thread.start_new_thread(lambda: None, ())
+    def _userns():
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.unshare(0x10000000) == 0
+    _attempt("the check code forked a process", _fork)
+    _attempt("the check code started a thread", _thread)
+    _attempt("the check code created a user namespace", _userns)
+    _attempt("the check code runs as root", lambda: os.geteuid() == 0 or os.getuid() == 0)
+    _attempt("the check code holds capabilities other than CAP_KILL", lambda: any(
+        l.startswith("CapEff:") and int(l.split()[1], 16) & ~(1 << 5)
+        for l in open("/proc/self/status").read().splitlines()))
+    _CGROUP_FILES = ("cgroup.procs", "tasks", "pids.max", "memory.max", "memory.limit_in_bytes",
+                     "memory.memsw.limit_in_bytes", "memory.high", "cgroup.subtree_control", "release_agent")
+    for _base in ("/sys/fs/cgroup", "/run/sandbox", "/proc/1/root/sys/fs/cgroup", "/proc/3/root/run/sandbox"):
+        for _dir, _subdirs, _files in os.walk(_base):
+            for _name in _files:
+                if _name in _CGROUP_FILES:
+                    _path = os.path.join(_dir, _name)
+                    _attempt("the check code may write " + _path, lambda p=_path: os.close(os.open(p, os.O_WRONLY)))
+    for _fd in range(3, 1024):
+        try:
+            _target = os.readlink(f"/proc/self/fd/{_fd}")
+            _flags = int(open(f"/proc/self/fdinfo/{_fd}").read().split("flags:")[1].split()[0], 8)
+        except (OSError, IndexError, ValueError):
+            continue
+        if _flags & 3 and ("cgroup" in _target or _target.rsplit("/", 1)[-1] in _CGROUP_FILES):
+            _FOUND.append(f"the check code holds a writable descriptor {_fd} -> {_target}")
+    def check(candidate):
+        assert candidate(2, 3) == 5
+        assert not _FOUND, "ESC" + "APED:" + "; ".join(_FOUND)
+        assert len(_FOUND) < 0, "the check code found no way out of the supervisor"   # a case: never passes
+'''
+
+PROGRAMS += [
+    HostileProgram(
+        "userns_unshare", E, problem="canary",
+        description="create a user namespace: unshare, raw clone and clone3 with CLONE_NEWUSER, unshare(1)",
+        code='''
+            libc = _libc()
+            CLONE_NEWUSER, CLONE_NEWNS, SIGCHLD = 0x10000000, 0x20000, 17
+            print("max_user_namespaces", _read("/proc/sys/user/max_user_namespaces"))
+            for flags in (CLONE_NEWUSER, CLONE_NEWUSER | CLONE_NEWNS):
+                r = libc.unshare(flags)
+                print("unshare", hex(flags), r, ctypes.get_errno())
+                if r == 0:
+                    _esc(f"unshare({hex(flags)}) made a user namespace: uid_map {_read('/proc/self/uid_map')}")
+            libc.syscall.restype = ctypes.c_long
+            pid = libc.syscall(56, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0)       # clone (x86_64)
+            if pid == 0:
+                os._exit(0)
+            if pid > 0:
+                os.waitpid(pid, 0)
+                _esc("clone(CLONE_NEWUSER) made a child in a new user namespace")
+            args = (ctypes.c_uint64 * 11)(CLONE_NEWUSER, 0, 0, 0, SIGCHLD)   # struct clone_args
+            pid = libc.syscall(435, ctypes.byref(args), 64)                   # clone3
+            if pid == 0:
+                os._exit(0)
+            if pid > 0:
+                os.waitpid(pid, 0)
+                _esc("clone3(CLONE_NEWUSER) made a child in a new user namespace")
+            status, out = _run(["unshare", "-U", "-r", "id", "-u"], timeout=1.0)
+            print("unshare(1)", status, out)
+            if status == 0 and out.strip() == b"0":
+                _esc("unshare -U -r became uid 0 of a user namespace")
+        '''),
+    HostileProgram(
+        "userns_raw_syscalls_cpp", E, language="cpp", problem="canary",
+        description="C++: CLONE_NEWUSER through unshare, clone, clone3, the i386 ABI (int 0x80) and x32 numbers",
+        code=r'''
+            #include <sched.h>
+            #include <signal.h>
+            #include <sys/syscall.h>
+            #include <sys/wait.h>
+            #include <unistd.h>
+            #include <cerrno>
+            #include <cstdio>
+            #include <cstring>
+            static void child_or_escape(long pid, const char* what) {
+                if (pid == 0) _exit(0);
+                if (pid > 0) { waitpid((pid_t)pid, nullptr, 0); printf("ESC" "APED:%s\n", what); }
+            }
+            int main() {
+                long r = syscall(SYS_unshare, CLONE_NEWUSER);
+                printf("unshare %ld errno %d\n", r, errno);
+                if (r == 0) puts("ESC" "APED:unshare(CLONE_NEWUSER)");
+                fflush(stdout);
+                child_or_escape(syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0), "clone(CLONE_NEWUSER)");
+                unsigned long long args[11];
+                memset(args, 0, sizeof args);
+                args[0] = CLONE_NEWUSER; args[4] = SIGCHLD;
+                child_or_escape(syscall(435, args, 64), "clone3(CLONE_NEWUSER)");
+            #if defined(__x86_64__)
+                int r32;                                                                  // i386 unshare
+                asm volatile("int $0x80" : "=a"(r32) : "a"(310), "b"(CLONE_NEWUSER)
+                             : "memory", "r8", "r9", "r10", "r11");
+                printf("i386 unshare %d\n", r32);
+                if (r32 == 0) puts("ESC" "APED:i386 unshare(CLONE_NEWUSER)");
+                long rx = syscall(SYS_unshare | 0x40000000L, CLONE_NEWUSER);                               // x32
+                printf("x32 unshare %ld errno %d\n", rx, errno);
+                if (rx == 0) puts("ESC" "APED:x32 unshare(CLONE_NEWUSER)");
+            #endif
+                return 0;
+            }
+        '''),
+    HostileProgram(
+        "host_root_and_checkout_invisible", E,
+        description="list the host's /root and look for the checkout's path in mounts, maps and the interpreter",
+        code='''
+            for d in ("/root", "/home", "/work"):
+                try:
+                    names = os.listdir(d)
+                except OSError as e:
+                    print(d, "->", type(e).__name__)
+                    continue
+                print(d, names[:20])
+                if names:
+                    _esc(f"lists {d}: {names[:10]}")
+            for p in ("@@REPO@@", "@@REPO@@/sandbox/runtime", "/root/.pyenv", "@@HOME@@/.pyenv"):
+                if os.path.exists(p):
+                    _esc("sees " + p)
+            for f in ("/proc/self/mountinfo", "/proc/self/maps", "/proc/self/environ", "/proc/self/cmdline",
+                      "/proc/1/mountinfo", "/proc/1/cmdline"):
+                data = _read(f) or b""
+                if b"@@REPO@@" in data:
+                    _esc(f"{f} names the checkout")
+                if f.endswith("maps") and b" /root/" in data:
+                    _esc("maps files from the host's /root")
+            where = " ".join([sys.executable, sys.prefix, sys.base_prefix, os.getcwd(), os.__file__] + sys.path)
+            print("interpreter:", where)
+            if "@@REPO@@" in where or "/root/" in where:
+                _esc("the interpreter lives at a host path: " + where)
+        '''),
+    HostileProgram(
+        "check_code_forks_and_writes_cgroups", E, style=TestStyle.HUMANEVAL, problem="add",
+        description="check code (run by the trusted supervisor) forks, starts threads, unshares a user "
+                    "namespace, looks for root and for cgroup files it could write",
+        code='''
+            def add(a, b):
+                return a + b
+        ''', check=HOSTILE_CHECK),
+]

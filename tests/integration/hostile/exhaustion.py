@@ -125,6 +125,20 @@ PROGRAMS: list[HostileProgram] = [
                     hog.append(b"y" * (32 << 20))
         '''),
     HostileProgram(
+        "memory_balloon_threads", X, allowed=MEMORY, watch_memory=True,
+        description="4 threads touch 32 MB at a time until the limit (RLIMIT_AS is no longer the memory limit)",
+        code='''
+            import threading
+            hogs = [[] for _ in range(4)]
+            def grow(hog):
+                while True:
+                    hog.append(bytearray(b"\\x01") * (32 << 20))
+            for hog in hogs:
+                threading.Thread(target=grow, args=(hog,), daemon=True).start()
+            while True:
+                time.sleep(1)
+        '''),
+    HostileProgram(
         "memory_mmap_touch_pages", X, allowed=MEMORY | TIMEOUT, watch_memory=True,
         description="anonymous mmap of 4 GB, then write one byte per page",
         code='''

@@ -19,6 +19,10 @@ The problems the programs attack:
   crash, hang or exit non-zero, or answer some calls right and then vanish.
 * ``canary`` -- STDIO whose expected output is the content of the host's canary file:
   an escape that prints it would pass.
+
+A program may also bring its own HumanEval check code (``check``): the attacker is then
+whoever sends the reference, whose check code the trusted supervisor runs. It must end
+in a failing assert (never a pass), and reports an escape in an assert message.
 """
 
 from __future__ import annotations
@@ -72,12 +76,17 @@ class HostileProgram:
     known_gap: str = ""
     #: Prepend PY_PRELUDE (helpers ``_esc``, ``_read``, ``_libc``) to a Python program.
     prelude: bool = True
+    #: HUMANEVAL only: hostile check code (placeholders filled, no prelude: it runs in the supervisor,
+    #: whose stdout is the host protocol) instead of the problem's; ``code`` is then the candidate.
+    check: str = ""
 
     def __post_init__(self) -> None:
         if Verdict.ACCEPTED in self.allowed or Verdict.SANDBOX_ERROR in self.allowed:
             raise ValueError(f"{self.name}: a hostile program may never be allowed to pass or break the sandbox")
         if self.problem not in ("oracle", "oracle_abs", "helper", "helper_no_prompt", "add", "canary"):
             raise ValueError(f"{self.name}: unknown problem {self.problem!r}")
+        if self.check and self.style is not TestStyle.HUMANEVAL:
+            raise ValueError(f"{self.name}: hostile check code needs the humaneval style")
 
 
 @dataclass(frozen=True)
@@ -314,6 +323,9 @@ def to_request(program: HostileProgram, session: Session, base_limits: Limits) -
     code = source(program, session)
     common = dict(code=code, style=program.style, language=program.language, id=program.name, limits=limits)
     if program.style is TestStyle.HUMANEVAL:
+        if program.check:
+            return ExecutionRequest(check_code=fill(textwrap.dedent(program.check), session),
+                                    entry_point="add", **common)
         if program.problem == "add":
             return ExecutionRequest(check_code=ADD_CHECK, entry_point="add", **common)
         if program.problem in ("helper", "helper_no_prompt"):   # the dataset's prompt sent as trusted, or not

@@ -1,0 +1,93 @@
+"""A seccomp filter that refuses new user namespaces to every process of a slot.
+
+Why: an unprivileged process that may create a user namespace holds every
+capability *inside* it, which opens kernel code (mounts, netfilter, many file
+systems, ...) otherwise reachable only by root -- the source of most container
+escapes. Nothing in a slot needs one: the supervisor, the template zygote and
+every B run under this filter, installed once by the slot's first process before
+the split and inherited by every fork (a seccomp filter can never be removed).
+
+Refused with EPERM: ``unshare`` and ``clone`` with CLONE_NEWUSER. ``clone3``
+(its flags sit in a struct seccomp cannot read) answers ENOSYS, so glibc falls
+back to ``clone`` (what Docker's default profile does). System calls of another
+ABI (i386 ``int 0x80`` or x32 on x86_64), which would bypass the numbers below,
+answer ENOSYS. Other architectures than x86_64 and aarch64: not installed
+(:func:`install` returns False and the slot reports it).
+
+Stdlib only (ctypes), like the rest of the runtime.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import platform
+
+from . import linux
+
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+RET_ALLOW = 0x7FFF0000
+RET_ERRNO = 0x00050000
+X32_SYSCALL_BIT = 0x40000000
+
+# BPF opcodes (linux/filter.h)
+_LD_W_ABS = 0x20
+_JEQ_K = 0x15
+_JGE_K = 0x35
+_JSET_K = 0x45
+_RET_K = 0x06
+
+# seccomp_data: int nr; u32 arch; u64 instruction_pointer; u64 args[6] (little-endian: low word first)
+_NR, _ARCH, _ARG0_LO = 0, 4, 16
+
+#: machine -> (AUDIT_ARCH, clone, unshare, clone3)
+_ARCHES = {"x86_64": (0xC000003E, 56, 272, 435), "aarch64": (0xC00000B7, 220, 97, 435)}
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def program(machine: str | None = None) -> list[tuple[int, int, int, int]]:
+    """The filter as (code, jt, jf, k) instructions, or [] for an architecture we do not know."""
+    arch = _ARCHES.get(machine or platform.machine())
+    if arch is None:
+        return []
+    audit_arch, nr_clone, nr_unshare, nr_clone3 = arch
+    enosys, eperm = RET_ERRNO | errno.ENOSYS, RET_ERRNO | errno.EPERM
+    return [
+        (_LD_W_ABS, 0, 0, _ARCH),
+        (_JEQ_K, 1, 0, audit_arch),            # another ABI: refuse everything
+        (_RET_K, 0, 0, enosys),
+        (_LD_W_ABS, 0, 0, _NR),
+        (_JGE_K, 0, 1, X32_SYSCALL_BIT),       # x32 numbers (harmless on aarch64: none that high)
+        (_RET_K, 0, 0, enosys),
+        (_JEQ_K, 0, 1, nr_clone3),
+        (_RET_K, 0, 0, enosys),
+        (_JEQ_K, 1, 0, nr_unshare),
+        (_JEQ_K, 0, 3, nr_clone),
+        (_LD_W_ABS, 0, 0, _ARG0_LO),           # unshare(flags) / clone(flags, ...)
+        (_JSET_K, 0, 1, linux.CLONE_NEWUSER),
+        (_RET_K, 0, 0, eperm),
+        (_RET_K, 0, 0, RET_ALLOW),
+    ]
+
+
+def install() -> bool:
+    """Install the filter on the calling thread (and what it forks from now on). False if unsupported.
+
+    Needs no_new_privs or CAP_SYS_ADMIN; raises OSError if the kernel refuses it.
+    """
+    insns = program()
+    if not insns:
+        return False
+    table = (_SockFilter * len(insns))(*[_SockFilter(*i) for i in insns])
+    prog = _SockFprog(len(insns), table)
+    linux.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog))
+    return True
+
