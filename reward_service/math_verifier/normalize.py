@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["normalize_answer", "strip_outer_wrappers", "MAX_NORMALIZE_CHARS"]
+__all__ = ["normalize_answer", "strip_outer_wrappers", "MAX_NORMALIZE_CHARS", "THOUSANDS_RE"]
 
 #: Inputs longer than this are only stripped; the equivalence layer rejects them.
 MAX_NORMALIZE_CHARS = 10_000
@@ -76,7 +76,8 @@ _TEXT_CMD_RE = re.compile(
     r"\\(?:text|textbf|textit|textrm|texttt|textnormal|mathrm|mathbf|mathit|mathsf|mathtt|"
     r"mbox|hbox|operatorname|boldsymbol|bm|mathbb|emph)\s*\{"
 )
-_THOUSANDS_RE = re.compile(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")
+#: A whole number with comma thousands separators (``1,000``, ``-12,345.5``; never ``0,111``).
+THOUSANDS_RE = re.compile(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")
 _WS_RE = re.compile(r"\s+")
 #: "≈ 1.05", "\approx 1.05", "about 12": the marker says the value is rounded; the value is the answer.
 _APPROX_PREFIX_RE = re.compile(
@@ -237,7 +238,7 @@ def normalize_answer(s: str) -> str:
     s = _strip_trailing_units(s)
     s = _normalize_percent(s)
     s = s.rstrip(".,;: ").strip()
-    if _THOUSANDS_RE.fullmatch(s) or (s.endswith("%") and _THOUSANDS_RE.fullmatch(s[:-1])):
+    if THOUSANDS_RE.fullmatch(s) or (s.endswith("%") and THOUSANDS_RE.fullmatch(s[:-1])):
         s = s.replace(",", "")
     if _SPACE_THOUSANDS_RE.fullmatch(s):
         s = s.replace(" ", "")

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Callable, Union
 
 from .errors import ExpressionTooLarge
+from .normalize import THOUSANDS_RE
 
 __all__ = [
     "Scalar", "Bracketed", "SetAnswer", "IntervalUnion", "Matrix", "Equation", "Choices",
@@ -94,7 +95,6 @@ EquationEq = Callable[[Equation, Equation], bool]
 _OPEN = "([{"
 _CLOSE = ")]}"
 _LIST_SEP_RE = re.compile(r",\s*(?:and|or)\s+|,|;|\s+(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\])")
-_THOUSANDS_RE = re.compile(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")
 _APPROX_RE = re.compile(r"\\approx(?![A-Za-z])")
 _CUP_RE = re.compile(r"\\cup(?![A-Za-z])|\s+U\s+")
 _EQ_RE = re.compile(r"(?<![<>!\\])=|\\(?:in|approx)(?![A-Za-z])")
@@ -213,7 +213,7 @@ def _drop_approximation(s: str) -> str:
 def parse_structure(s: str) -> Answer:
     """Parse a normalized answer into an :data:`Answer` tree (never sympy)."""
     s = _drop_approximation(s.strip())
-    if _THOUSANDS_RE.fullmatch(s):
+    if THOUSANDS_RE.fullmatch(s):
         return Scalar(s)  # "12,500" is one number (thousands), as in normalization
     matrix = _parse_matrix(s)
     if matrix is not None:
@@ -223,7 +223,7 @@ def parse_structure(s: str) -> Answer:
         eq = [eq[0], eq[-1]]  # a chain "x = 2 + 3 = 5" states x = 5
     if len(eq) == 2 and eq[0] and eq[1] and not _is_listed(eq[0]):
         rhs_parts = split_top_level(eq[1], _LIST_SEP_RE)
-        if len(rhs_parts) == 1 or _THOUSANDS_RE.fullmatch(eq[1]) or not _SINGLE_VAR_RE.fullmatch(eq[0]):
+        if len(rhs_parts) == 1 or THOUSANDS_RE.fullmatch(eq[1]) or not _SINGLE_VAR_RE.fullmatch(eq[0]):
             return Equation(eq[0], eq[1])
     listed = _parse_list_like(s)
     if listed is not None:
