@@ -7,7 +7,7 @@ side with the peer, not asserted. Two parts:
    ``data/math_heldout.jsonl``, a set written later by another author and never
    used while developing the verifier): accuracy overall and per category;
    on the dev set also verifications per second, p50/p99/worst latency,
-   for ours (``reward_service.math_verifier.grade``) and math-verify
+   for ours (``reward_service.verifiers.math.grade``) and math-verify
    (``verify(parse(gold), parse(completion))``, its defaults: 5 s timeouts).
 2. End to end: 1,024 GSM8K-style rollouts (64 groups of 16 distinct completions)
    scored through a real reward server in its own process (2 workers) over
@@ -47,7 +47,7 @@ def load_cases(path: Path) -> list[dict]:
 
 
 def ours() -> Callable[[str, str], bool]:
-    from reward_service.math_verifier import grade
+    from reward_service.verifiers.math import grade
 
     return lambda completion, gold: grade(completion, gold).correct
 
@@ -129,7 +129,7 @@ def free_port() -> int:
 
 def bench_e2e(workers: int) -> None:
     from reward_core.contract import Rollout
-    from reward_service.scoring import Scorer, ScorerConfig
+    from reward_service.router.scoring import Scorer, ScorerConfig
     from trainer_client import RewardClient
 
     rollouts = gsm8k_rollouts()

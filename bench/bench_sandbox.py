@@ -301,7 +301,7 @@ def fork_harness(servers: Sequence[ForkServer], timeout: float):
 
 
 def sandbox_harness(executor, timeout: float):
-    from sandbox.execution import ExecutionRequest, Limits, TestStyle
+    from reward_core.sandbox_contract import ExecutionRequest, Limits, TestStyle
 
     limits = Limits(wall_s=timeout, cpu_s=timeout)
 

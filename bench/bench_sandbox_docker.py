@@ -30,7 +30,7 @@ import time
 
 from sandbox.docker_backend import DockerConfig, DockerExecutor, container_settings
 from sandbox.docker_image import BaseRecipe, docker_client, ensure_image, runner_tag
-from sandbox.execution import ExecutionRequest, Limits, TestStyle, Verdict
+from reward_core.sandbox_contract import ExecutionRequest, Limits, TestStyle, Verdict
 
 PROMPT_AND_SOLUTION = '''from typing import List
 

@@ -66,7 +66,7 @@ class Outcome:
 
 
 def run(pairs: list[Pair]) -> list[Outcome]:
-    from reward_service.math_verifier import grade
+    from reward_service.verifiers.math import grade
 
     peer = peer_detailed()
     for warm in ("\\boxed{1}", "#### 2", "The answer is $\\frac{1}{2}$."):

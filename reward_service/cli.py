@@ -31,9 +31,9 @@ from reward_core.config_flags import add_dataclass_flags, dataclass_values
 from reward_core.contract import Rollout, RolloutResult
 from reward_core.log_context import LOG_FORMATS, configure_logging
 from reward_service.jsonl_io import JsonlError, read_rollouts, write_results
-from reward_service.rewards_config import RewardsConfig, RewardsConfigError
+from reward_service.router.rewards_config import RewardsConfig, RewardsConfigError
 from reward_service.rm.rm_server import RewardModelServerConfig
-from reward_service.server import ServerConfig
+from reward_service.router.server import ServerConfig
 from reward_service.status_cli import add_status_command
 from reward_core.server_security import add_server_security_flags, server_security_from_args
 
@@ -54,7 +54,7 @@ def _server_config(args: argparse.Namespace) -> ServerConfig:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from reward_service.server import serve
+    from reward_service.router.server import serve
 
     serve(dataclasses.replace(_server_config(args), security=server_security_from_args(args)))
     return 0
@@ -76,7 +76,7 @@ def cmd_serve_rm(args: argparse.Namespace) -> int:
 
 
 def _score_in_process(rollouts: list[Rollout], args: argparse.Namespace, bar: tqdm):
-    from reward_service.scoring import Scorer
+    from reward_service.router.scoring import Scorer
 
     config = _server_config(args).scorer_config()
     with Scorer(config) as scorer:

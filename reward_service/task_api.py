@@ -42,7 +42,7 @@ class InvalidTaskOptions(ValueError):
 
 class CancelToken(Protocol):
     """What a task may check or hook to stop work nobody waits for any more (a cancelled or
-    expired call). ``sandbox.execution.Cancellation`` is one."""
+    expired call). ``reward_core.sandbox_contract.Cancellation`` is one."""
 
     @property
     def cancelled(self) -> bool: ...

@@ -15,7 +15,7 @@ process on plain data), STDIO (output compared on the host), FUNCTION_CALL
 Importing this package starts nothing.
 """
 
-from sandbox.execution import (
+from reward_core.sandbox_contract import (
     CaseOutcome,
     ExecutionRequest,
     ExecutionResult,

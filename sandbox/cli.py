@@ -28,7 +28,7 @@ from reward_core.channel_security import add_client_security_flags, client_secur
 from reward_core.config_flags import add_dataclass_flags, dataclass_values
 from reward_core.log_context import LOG_FORMATS, configure_logging
 from reward_core.server_security import add_server_security_flags, server_security_from_args
-from sandbox.execution import Executor, InvalidExecutionRequest, Limits, SandboxUnavailable
+from reward_core.sandbox_contract import Executor, InvalidExecutionRequest, Limits, SandboxUnavailable
 from sandbox.languages import Language, load_languages, resolve_language
 from sandbox.server import BACKENDS, SandboxServerConfig
 

@@ -86,7 +86,7 @@ from sandbox.docker_image import (
     docker_client,
     ensure_image,
 )
-from sandbox.execution import Cancellation, ExecutionRequest, ExecutionResult, Limits, SandboxUnavailable
+from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult, Limits, SandboxUnavailable
 from sandbox.languages import Language, resolve_language
 from sandbox.slot_pool import SlotPool
 from sandbox.zygote_client import SlotHandle, ZygoteDied, ZygoteTimeout

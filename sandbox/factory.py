@@ -1,4 +1,4 @@
-"""``create_executor``: the one way front ends get an :class:`~sandbox.execution.Executor`.
+"""``create_executor``: the one way front ends get an :class:`~reward_core.sandbox_contract.Executor`.
 
     from sandbox.factory import create_executor
     with create_executor("process", concurrency=2) as ex:      # bubblewrap, the default
@@ -9,7 +9,7 @@ bubblewrap nor the Docker SDK. ``languages`` is a mapping of name ->
 :class:`~sandbox.languages.Language`, a path to a YAML file of extra languages
 (see sandbox/languages.py), or None for the built-ins. Other keyword options
 go to the backend (process: :class:`sandbox.process_backend.ProcessSandboxConfig`
-fields). Raises :class:`~sandbox.execution.SandboxUnavailable` when the backend
+fields). Raises :class:`~reward_core.sandbox_contract.SandboxUnavailable` when the backend
 cannot run on this host.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from sandbox.execution import Executor
+from reward_core.sandbox_contract import Executor
 from sandbox.languages import Language, load_languages
 
 BACKENDS = ("process", "docker")

@@ -22,7 +22,7 @@ from typing import Mapping
 
 import yaml
 
-from sandbox.execution import InvalidExecutionRequest
+from reward_core.sandbox_contract import InvalidExecutionRequest
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from sandbox.execution import OutputCompare
+from reward_core.sandbox_contract import OutputCompare
 
 
 def normalize(text: str, compare: OutputCompare = OutputCompare()) -> list[str]:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from sandbox.execution import (
+from reward_core.sandbox_contract import (
     Cancellation,
     ExecutionRequest,
     ExecutionResult,

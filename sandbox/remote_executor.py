@@ -1,6 +1,6 @@
 """An Executor that runs programs on a SandboxService over gRPC (``python -m sandbox serve``).
 
-It speaks the same :class:`~sandbox.execution.Executor` protocol as the local
+It speaks the same :class:`~reward_core.sandbox_contract.Executor` protocol as the local
 backends, so the ``code`` reward task (or anything else) switches between an
 in-process sandbox and a remote one by configuration::
 
@@ -31,8 +31,8 @@ import grpc
 from reward.v1 import sandbox_pb2, sandbox_pb2_grpc
 from reward_core.channel_config import ChannelConfig
 from reward_core.channel_security import ClientSecurity
-from sandbox import convert
-from sandbox.execution import ExecutionRequest, ExecutionResult, InvalidExecutionRequest, Verdict
+from reward_core import sandbox_convert as convert
+from reward_core.sandbox_contract import ExecutionRequest, ExecutionResult, InvalidExecutionRequest, Verdict
 
 logger = logging.getLogger(__name__)
 

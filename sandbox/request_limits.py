@@ -20,8 +20,8 @@ import grpc
 
 from reward.v1 import sandbox_pb2 as pb
 from reward_core.grpc_common import DEFAULT_MAX_CALL_S, RequestRejected
-from sandbox import convert
-from sandbox.execution import ExecutionRequest, InvalidExecutionRequest, TestStyle
+from reward_core import sandbox_convert as convert
+from reward_core.sandbox_contract import ExecutionRequest, InvalidExecutionRequest, TestStyle
 from sandbox.languages import Language
 from sandbox.runtime.check_split import count_cases
 from sandbox.zygote_client import validate_request as check_runnable

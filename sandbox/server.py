@@ -32,7 +32,7 @@ from reward_core.grpc_common import DEFAULT_MAX_CALL_S, DEFAULT_MAX_CONNECTION_A
 from reward_core.metrics_http import MetricsEndpoint
 from reward_core.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from reward_core.server_shell import AioServerShell
-from sandbox.execution import Executor, Limits
+from reward_core.sandbox_contract import Executor, Limits
 from sandbox.languages import Language, load_languages
 from sandbox.request_limits import RequestLimits
 from sandbox.servicer import SandboxServicer

@@ -22,7 +22,7 @@ from typing import Callable, Iterable
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from sandbox.execution import ExecutionRequest, ExecutionResult, LimitHit, Verdict
+from reward_core.sandbox_contract import ExecutionRequest, ExecutionResult, LimitHit, Verdict
 
 OTHER = "other"
 METHODS = ("Execute", "ExecuteBatch")

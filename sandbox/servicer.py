@@ -15,7 +15,7 @@ goes through one FIFO pool of ``concurrency`` threads (one per executor slot), s
 share the sandbox fairly and the queue length is known. When a call ends early (the client
 cancelled it or its deadline passed: grpc.aio cancels the handler; or this server's
 ``max_call_s`` passed) its programs not started are dropped and its running ones are
-killed: the call's :class:`~sandbox.execution.Cancellation` reaches the executor, whose
+killed: the call's :class:`~reward_core.sandbox_contract.Cancellation` reaches the executor, whose
 backend kills the program's sandbox. A program's limits count from when it starts, never
 from when it was queued.
 """
@@ -36,8 +36,8 @@ import grpc.aio
 from reward.v1 import sandbox_pb2 as pb
 from reward_core.grpc_common import RequestRejected, unexpected_as_internal, wait_budget
 from reward_core.server_shell import run_blocking
-from sandbox import convert
-from sandbox.execution import Cancellation, ExecutionRequest, ExecutionResult, Executor, InvalidExecutionRequest
+from reward_core import sandbox_convert as convert
+from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult, Executor, InvalidExecutionRequest
 from sandbox.languages import Language
 from sandbox.request_limits import RequestLimits, parse_requests, validate_request
 from sandbox.server_metrics import SandboxMetrics

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from sandbox.execution import Cancellation, ExecutionRequest, ExecutionResult, SandboxUnavailable
+from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult, SandboxUnavailable
 from sandbox.languages import Language
 from sandbox.verdict import build_result, sandbox_error
 from sandbox.zygote_client import SlotHandle, ZygoteClient, ZygoteError, build_wire, validate_request

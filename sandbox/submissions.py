@@ -15,7 +15,7 @@ one line in per submission, ``{"id", "code", "tests", "entry_point"?,
 "language"?, "prompt"?}`` (HumanEval: ``code`` is prompt + completion, ``tests``
 the check code, and the optional ``prompt`` the dataset's prompt again, trusted:
 the helpers it defines that the check calls then cannot be redefined by the
-completion -- see sandbox/execution.py); one line out per line in, in input
+completion -- see reward_core/sandbox_contract.py); one line out per line in, in input
 order, ``{"id", "passed", "verdict", "tests_passed", "tests_total", "error"?}``.
 A line that cannot be run -- invalid JSON, a missing field, an unknown language,
 even a blank line -- still gets its line out: ``{"id": <its id, else its line number>, "passed": false,
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, TextIO
 
-from sandbox.execution import (
+from reward_core.sandbox_contract import (
     ExecutionRequest,
     ExecutionResult,
     Executor,

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sandbox.execution import (
+from reward_core.sandbox_contract import (
     CaseOutcome,
     ExecutionRequest,
     ExecutionResult,

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
-from sandbox.execution import ExecutionRequest, InvalidExecutionRequest, TestStyle
+from reward_core.sandbox_contract import ExecutionRequest, InvalidExecutionRequest, TestStyle
 from sandbox.languages import Language, resolve_language
 from sandbox.runtime import codec, framing
 from sandbox.runtime.check_split import CheckCodeError, check_prompt, count_cases

@@ -13,7 +13,7 @@ tokenizer's chat template with ``add_generation_prompt=True`` (the raw prompt wh
 tokenizer has no template), then the completion and ``eos``.
 
 :func:`success_rate` samples one completion per problem and grades it with the project's
-own GSM8K grader (``reward_service.math_verifier.grade_numeric``), the same code the
+own GSM8K grader (``reward_service.verifiers.math.grade_numeric``), the same code the
 reward server's ``gsm8k`` task runs.
 """
 
@@ -28,7 +28,7 @@ from typing import Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from reward_service.math_verifier import grade_numeric
+from reward_service.verifiers.math import grade_numeric
 from examples.tiny.arithmetic_task import Problem, completion_for
 
 IGNORE_INDEX = -100

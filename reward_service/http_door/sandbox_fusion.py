@@ -17,7 +17,7 @@ posts one case per call and retries only on 504; ``_process_single_case`` reads 
 ``compile_result.{status, return_code, stderr, execution_time}`` and
 ``run_result.{status, return_code, stdout, stderr, execution_time}``).
 
-Mapping of our verdicts (``sandbox.execution.Verdict``):
+Mapping of our verdicts (``reward_core.sandbox_contract.Verdict``):
 
 * SANDBOX_ERROR (and any call our sandbox refuses, e.g. a language it does not have or a
   limit above its caps) -> ``SandboxError`` with the reason in ``message``: never ``Failed``.
@@ -58,8 +58,8 @@ from starlette.routing import BaseRoute, Route
 from reward.v1 import sandbox_pb2 as pb
 from reward_service.http_door.app import FrontDoor
 from reward_service.http_door.errors import error_response
-from sandbox import convert
-from sandbox.execution import CaseOutcome, ExecutionResult, LimitHit, Verdict
+from reward_core import sandbox_convert as convert
+from reward_core.sandbox_contract import CaseOutcome, ExecutionResult, LimitHit, Verdict
 
 #: SandboxFusion's ``Language`` literal (sandbox/runners/types.py), in its order.
 LANGUAGES = ("python", "cpp", "nodejs", "go", "go_test", "java", "php", "csharp", "bash", "typescript", "sql",

@@ -90,7 +90,7 @@ from reward_service.task_api import (
     TaskOutcome,
     current_cancel_token,
 )
-from sandbox.execution import (
+from reward_core.sandbox_contract import (
     ExecutionRequest,
     ExecutionResult,
     Executor,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from reward_core.contract import RolloutStatus
-from reward_service.math_verifier import ExtractionConfig, GradeConfig, MathGrade, grade, normalize_answer
-from reward_service.math_verifier.self_check import MATH_SELF_CHECK, SelfCheckCase, check_grader
+from reward_service.verifiers.math import ExtractionConfig, GradeConfig, MathGrade, grade, normalize_answer
+from reward_service.verifiers.math.self_check import MATH_SELF_CHECK, SelfCheckCase, check_grader
 from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskOutcome
 
 

@@ -1,7 +1,7 @@
 """The ``prm`` task: step scores from a learned process reward model (``serve-rm`` with a PRM).
 
 The completion is split into steps as the ``steps`` task splits it (a configured separator,
-numbered steps, or lines; :mod:`reward_service.process_verifier.step_split`); one
+numbered steps, or lines; :mod:`reward_service.verifiers.process.step_split`); one
 ``ScoreSteps`` call per job sends the steps' texts to the reward-model server, which returns
 P(step is correct) for each. Each step comes back as a ``StepScore`` with its character span;
 a step the model's max length cut off is unscored (never a 0). The rollout's score aggregates
@@ -29,7 +29,7 @@ from reward.v1 import reward_model_pb2_grpc
 from reward_core.channel_config import REWARD_MODEL_SERVICE, ChannelConfig
 from reward_core.channel_security import ClientSecurity
 from reward_core.contract import RolloutStatus, StepScore
-from reward_service.process_verifier import split_steps
+from reward_service.verifiers.process import split_steps
 from reward_service.task_api import InvalidTaskOptions, Task, TaskInput, TaskOutcome
 
 ENDPOINT_ENV = "REWARD_SERVICE_PRM_ENDPOINT"

@@ -1,8 +1,8 @@
 """The ``steps`` task: a score per reasoning step (process), and the final answer (outcome).
 
-The completion is split into steps (:mod:`reward_service.process_verifier.step_split`: a
+The completion is split into steps (:mod:`reward_service.verifiers.process.step_split`: a
 configured separator, numbered steps, or lines); each step's arithmetic claims are checked
-exactly (:mod:`reward_service.process_verifier.claims`: ``48/2 = 24``, chains, GSM8K's
+exactly (:mod:`reward_service.verifiers.process.claims`: ``48/2 = 24``, chains, GSM8K's
 ``<<48/2=24>>``). A step with a wrong claim scores 0, a step whose claims all hold 1, and a
 step with nothing to check is neutral (``scored=False``: left out, never a 0).
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from reward_core.contract import RolloutStatus, StepScore
-from reward_service.process_verifier import check_step, split_steps
+from reward_service.verifiers.process import check_step, split_steps
 from reward_service.task_api import InvalidTaskOptions, Task, TaskOutcome
 from reward_service.tasks.gsm8k_task import Gsm8kTask
 from reward_service.tasks.math_task import MathTask

@@ -6,8 +6,8 @@ import grpc
 import pytest
 
 from reward.v1 import reward_pb2_grpc
-from reward_service.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
-from reward_service.server import RewardServer, ServerConfig, create_server
+from reward_service.router.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
+from reward_service.router.server import RewardServer, ServerConfig, create_server
 from tests.docker_fixtures import docker_executor, docker_runner_image  # noqa: F401  (sandbox docker backend)
 from trainer_client import RewardClient
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from reward_core.contract import RolloutStatus
-from reward_service.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
+from reward_service.router.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
 from sandbox.server import SandboxServerConfig, create_server
 from tests.integration.conftest import start_server
 from trainer_client import RewardClient

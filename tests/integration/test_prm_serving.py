@@ -19,7 +19,7 @@ from reward.v1 import reward_model_pb2 as pb  # noqa: E402
 from reward.v1 import reward_model_pb2_grpc  # noqa: E402
 from reward_core.contract import RolloutStatus  # noqa: E402
 from reward_core.prm_inputs import ID2LABEL, load_prm, make_spec, step_scores, write_prm_config  # noqa: E402
-from reward_service.rewards_config import RewardsConfig, TaskSpec  # noqa: E402
+from reward_service.router.rewards_config import RewardsConfig, TaskSpec  # noqa: E402
 from reward_service.rm.rm_server import RewardModelServerConfig, create_rm_server  # noqa: E402
 from tests.integration.conftest import start_server  # noqa: E402
 from trainer_client import RewardClient  # noqa: E402

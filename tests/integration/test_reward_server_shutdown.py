@@ -22,7 +22,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from reward.v1 import reward_pb2 as pb
 from reward.v1 import reward_pb2_grpc
-from reward_service.servicer import SHUTDOWN_REASON
+from reward_service.router.servicer import SHUTDOWN_REASON
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG_GUARD_S = 60.0

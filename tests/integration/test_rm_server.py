@@ -16,7 +16,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from reward.v1 import reward_model_pb2 as pb
 from reward.v1 import reward_model_pb2_grpc
 from reward_core.contract import RolloutStatus
-from reward_service.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
+from reward_service.router.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
 from reward_service.rm.checkpoint import CheckpointError, LoadedRewardModel, load_checkpoint
 from reward_service.rm.rm_server import RewardModelServerConfig, create_rm_server
 from tests.integration.conftest import start_server

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import sandbox.execution as ex
+import reward_core.sandbox_contract as ex
 from sandbox.remote_executor import RemoteExecutor
 from sandbox.submissions import build_request
 

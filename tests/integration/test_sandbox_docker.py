@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from sandbox.execution import (
+from reward_core.sandbox_contract import (
     CaseOutcome,
     ExecutionRequest,
     Limits,

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from sandbox.execution import ExecutionRequest, ExecutionResult, Limits, Verdict
-from sandbox.execution import TestCase as Case
-from sandbox.execution import TestStyle as Style
+from reward_core.sandbox_contract import ExecutionRequest, ExecutionResult, Limits, Verdict
+from reward_core.sandbox_contract import TestCase as Case
+from reward_core.sandbox_contract import TestStyle as Style
 from sandbox.factory import create_executor
 
 pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap"),

@@ -39,8 +39,8 @@ from typing import Iterator
 
 import pytest
 
-from sandbox.execution import Executor, ExecutionResult, Limits, Verdict
-from sandbox.execution import TestStyle as Style
+from reward_core.sandbox_contract import Executor, ExecutionResult, Limits, Verdict
+from reward_core.sandbox_contract import TestStyle as Style
 from tests.integration.hostile import PROGRAMS, Category, HostileProgram, legit
 from tests.integration.hostile.host_probe import HostProbe, MemoryWatch
 from tests.integration.hostile.model import CONTROL, TIMEOUT, followup_request, source, to_request, victim_request

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from sandbox.execution import (
+from reward_core.sandbox_contract import (
     CaseOutcome,
     ExecutionRequest,
     InvalidExecutionRequest,
@@ -23,8 +23,8 @@ from sandbox.execution import (
     OutputCompare,
     Verdict,
 )
-from sandbox.execution import TestCase as Case
-from sandbox.execution import TestStyle as Style
+from reward_core.sandbox_contract import TestCase as Case
+from reward_core.sandbox_contract import TestStyle as Style
 from sandbox.factory import create_executor
 
 pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (apt-get install bubblewrap)"),

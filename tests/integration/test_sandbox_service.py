@@ -7,10 +7,10 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-import sandbox.execution as ex
+import reward_core.sandbox_contract as ex
 from reward.v1 import sandbox_pb2 as pb
 from reward.v1 import sandbox_pb2_grpc
-from sandbox import convert
+from reward_core import sandbox_convert as convert
 from sandbox.remote_executor import RemoteExecutor
 from sandbox.server import SERVICE_NAME, SandboxServerConfig, create_server
 

@@ -17,15 +17,15 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-import sandbox.execution as ex
+import reward_core.sandbox_contract as ex
 from reward.v1 import reward_model_pb2 as rm_pb
 from reward.v1 import reward_model_pb2_grpc
 from reward.v1 import reward_pb2 as pb
 from reward.v1 import reward_pb2_grpc
 from reward_core.channel_security import ClientSecurity
-from reward_service.metrics import RewardMetrics
-from reward_service.scoring import Scorer
-from reward_service.server import ServerConfig, create_server
+from reward_service.router.metrics import RewardMetrics
+from reward_service.router.scoring import Scorer
+from reward_service.router.server import ServerConfig, create_server
 from reward_core.server_security import ServerSecurityConfig
 from sandbox.remote_executor import RemoteExecutor
 from sandbox.server import SandboxServerConfig

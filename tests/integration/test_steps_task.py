@@ -8,7 +8,7 @@ import pytest
 
 from reward_core.contract import RolloutStatus
 from reward_service.cli import main as reward_service_main
-from reward_service.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
+from reward_service.router.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
 from tests.integration.conftest import start_server
 from trainer_client import RewardClient
 

@@ -1,4 +1,4 @@
-"""Integration tests for reward_service.worker_pool, with real worker processes."""
+"""Integration tests for reward_service.pool.worker_pool, with real worker processes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from reward_service.worker_pool import (
+from reward_service.pool.worker_pool import (
     ItemTimeout,
     JobError,
     PoolClosed,
@@ -400,7 +400,7 @@ def _run_script(body: str, timeout_s: float = 30.0) -> str:
 
 def test_preload_modules_are_imported_in_new_workers():
     out = _run_script("""
-        from reward_service.worker_pool import PoolConfig, WorkerPool
+        from reward_service.pool.worker_pool import PoolConfig, WorkerPool
         from tests.integration import pool_jobs
         with WorkerPool(pool_jobs.modules_loaded, PoolConfig(num_workers=1, preload_modules=("colorsys",))) as pool:
             print(pool.submit(["colorsys"]).result(timeout=20)["colorsys"])
@@ -411,7 +411,7 @@ def test_preload_modules_are_imported_in_new_workers():
 def test_abandoned_pool_workers_exit_when_parent_dies():
     out = _run_script("""
         import os, time
-        from reward_service.worker_pool import PoolConfig, WorkerPool
+        from reward_service.pool.worker_pool import PoolConfig, WorkerPool
         from tests.integration import pool_jobs
         pool = WorkerPool(pool_jobs.sleep_then_return, PoolConfig(num_workers=2, item_timeout_s=60))
         pool.submit(30)  # one worker stays busy; the other idles

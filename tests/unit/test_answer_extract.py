@@ -1,10 +1,10 @@
-"""Unit tests for :mod:`reward_service.math_verifier.answer_extract`."""
+"""Unit tests for :mod:`reward_service.verifiers.math.answer_extract`."""
 
 from __future__ import annotations
 
 import pytest
 
-from reward_service.math_verifier import Extraction, ExtractionConfig, extract_answer
+from reward_service.verifiers.math import Extraction, ExtractionConfig, extract_answer
 
 
 def test_gsm8k_marker_gives_number_after_last_marker() -> None:

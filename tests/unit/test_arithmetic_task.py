@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from reward_service.math_verifier import grade_numeric
+from reward_service.verifiers.math import grade_numeric
 from examples.tiny.arithmetic_task import (
     Problem,
     TaskConfig,

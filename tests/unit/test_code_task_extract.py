@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-import sandbox.execution as ex
+import reward_core.sandbox_contract as ex
 from reward_core.contract import RolloutStatus
 from reward_service.task_api import InvalidReference, InvalidTaskOptions, TaskInput
 from reward_service.tasks import code_task

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reward_service.math_verifier import grade
+from reward_service.verifiers.math import grade
 
 DEVSET = Path(__file__).resolve().parents[2] / "data" / "math_devset.jsonl"
 

@@ -322,7 +322,7 @@ def _known_env() -> dict[str, set[str]]:
     from reward_core.server_security import ServerSecurityConfig
     from reward_service.http_door.server import HttpServerConfig
     from reward_service.rm.rm_server import RewardModelServerConfig
-    from reward_service.server import ServerConfig
+    from reward_service.router.server import ServerConfig
     from reward_service.tasks import code_task, rm_task
     from sandbox.server import SandboxServerConfig
 

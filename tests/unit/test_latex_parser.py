@@ -1,4 +1,4 @@
-"""Unit tests for :mod:`reward_service.math_verifier.latex_parser`."""
+"""Unit tests for :mod:`reward_service.verifiers.math.latex_parser`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import pytest
 import sympy
 
-from reward_service.math_verifier import ExpressionTooLarge, MathParseError, parse_latex
+from reward_service.verifiers.math import ExpressionTooLarge, MathParseError, parse_latex
 
 x, y, r = sympy.symbols("x y r")
 

@@ -1,4 +1,4 @@
-"""Unit tests for :mod:`reward_service.math_verifier.math_equal` and the grader."""
+"""Unit tests for :mod:`reward_service.verifiers.math.math_equal` and the grader."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from reward_service.math_verifier import (
+from reward_service.verifiers.math import (
     EquivalenceConfig,
     answers_match,
     compare_answers,

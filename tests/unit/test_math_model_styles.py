@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from reward_service.math_verifier import grade
+from reward_service.verifiers.math import grade
 
 
 def _ok(completion: str, gold: str) -> bool:
@@ -203,7 +203,7 @@ def test_a_thousands_separator_on_the_right_of_an_assignment_is_one_number() -> 
 
 
 def test_gsm8k_grading_reads_the_value_of_a_delimited_assignment() -> None:
-    from reward_service.math_verifier import grade_numeric
+    from reward_service.verifiers.math import grade_numeric
 
     assert grade_numeric("So she has $x = 5$ apples left.", "5").correct
     assert grade_numeric("In total $48 / 2 + 1 = 25$.", "25").correct

@@ -10,8 +10,8 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward_service.math_verifier import grade, grade_numeric
-from reward_service.math_verifier.self_check import gold_rewrites
+from reward_service.verifiers.math import grade, grade_numeric
+from reward_service.verifiers.math.self_check import gold_rewrites
 
 PROPERTY_SETTINGS = settings(max_examples=150, derandomize=True, deadline=None)
 integers = st.integers(min_value=-10**6, max_value=10**6)

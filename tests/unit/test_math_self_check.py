@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 import pytest
 
-from reward_service.registry import TaskRegistry, log_self_check
+from reward_service.router.registry import TaskRegistry, log_self_check
 from reward_service.task_api import Task, TaskOutcome
 from reward_service.tasks.gsm8k_task import Gsm8kTask
 from reward_service.tasks.math_task import MathTask
@@ -45,7 +45,7 @@ def test_failing_tasks_are_logged_at_start_up(caplog: pytest.LogCaptureFixture) 
     registry.register_class(MathTask)
     registry.register_class(_AlwaysRight)
     registry.register_class(_RaisingCheck)
-    with caplog.at_level(logging.ERROR, logger="reward_service.registry"):
+    with caplog.at_level(logging.ERROR, logger="reward_service.router.registry"):
         failures = log_self_check(registry)
     assert sorted(failures) == ["always_right", "raising_check"]
     assert "KeyError" in failures["raising_check"][0]

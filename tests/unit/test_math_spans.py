@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reward_service.math_verifier.math_spans import mask_spans, math_spans
+from reward_service.verifiers.math.math_spans import mask_spans, math_spans
 
 
 def _contents(text: str) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reward_core.contract import RolloutStatus
-from reward_service.math_verifier import math_equal
+from reward_service.verifiers.math import math_equal
 from reward_service.task_api import InvalidReference, TaskInput
 from reward_service.tasks.gsm8k_task import Gsm8kTask
 from reward_service.tasks.math_task import MathTask

@@ -1,10 +1,10 @@
-"""Unit tests for :mod:`reward_service.math_verifier.normalize`."""
+"""Unit tests for :mod:`reward_service.verifiers.math.normalize`."""
 
 from __future__ import annotations
 
 import pytest
 
-from reward_service.math_verifier import normalize_answer
+from reward_service.verifiers.math import normalize_answer
 
 
 @pytest.mark.parametrize(("raw", "expected"), [("1,000", "1000"), ("1,234,567", "1234567"),

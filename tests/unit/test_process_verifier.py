@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward_service.process_verifier import check_step, find_claims, split_steps
-from reward_service.process_verifier.claims import evaluate
+from reward_service.verifiers.process import check_step, find_claims, split_steps
+from reward_service.verifiers.process.claims import evaluate
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -2,8 +2,8 @@
 
 import pytest
 
-from reward_service.registry import TaskLoadError, TaskRegistry, UnknownTask, build_registry
-from reward_service.rewards_config import RewardsConfig, RewardsConfigError
+from reward_service.router.registry import TaskLoadError, TaskRegistry, UnknownTask, build_registry
+from reward_service.router.rewards_config import RewardsConfig, RewardsConfigError
 from reward_service.task_api import InvalidReference, Task, TaskOutcome, function_task
 
 

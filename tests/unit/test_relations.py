@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reward_service.math_verifier.relations import canonical_relations, relation_as_interval
+from reward_service.verifiers.math.relations import canonical_relations, relation_as_interval
 
 
 def _interval(s: str) -> str:

@@ -1,12 +1,12 @@
-"""sandbox/convert.py: execution dataclasses <-> reward.v1.sandbox_pb2, the one place."""
+"""reward_core/sandbox_convert.py: execution dataclasses <-> reward.v1.sandbox_pb2, the one place."""
 
 import math
 
 import pytest
 
-import sandbox.execution as ex
+import reward_core.sandbox_contract as ex
 from reward.v1 import sandbox_pb2 as pb
-from sandbox import convert
+from reward_core import sandbox_convert as convert
 
 
 def roundtrip(request: ex.ExecutionRequest) -> ex.ExecutionRequest:

@@ -10,7 +10,7 @@ import pytest
 
 from sandbox.docker_backend import ZYGOTE_CAPS, AttachTransport, DockerConfig, container_settings
 from sandbox.docker_image import BaseRecipe, debian_mirror, runner_tag, runtime_digest
-from sandbox.execution import Limits
+from reward_core.sandbox_contract import Limits
 from sandbox.zygote_client import ZygoteDied, ZygoteTimeout
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.execution import OutputCompare
+from reward_core.sandbox_contract import OutputCompare
 from sandbox.output_compare import describe_mismatch, normalize, outputs_match
 
 EXACT = OutputCompare(ignore_trailing_whitespace=False, normalize_line_endings=False)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-import sandbox.execution as ex
+import reward_core.sandbox_contract as ex
 from sandbox import submissions as sub
 from sandbox.languages import BUILTIN_LANGUAGES
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.execution import CaseOutcome, ExecutionRequest, LimitHit, OutputCompare, Verdict
-from sandbox.execution import TestCase as Case
-from sandbox.execution import TestStyle as Style
+from reward_core.sandbox_contract import CaseOutcome, ExecutionRequest, LimitHit, OutputCompare, Verdict
+from reward_core.sandbox_contract import TestCase as Case
+from reward_core.sandbox_contract import TestStyle as Style
 from sandbox.runtime import codec
 from sandbox.verdict import build_result, sandbox_error
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reward_service.math_verifier import grade, grade_numeric
-from reward_service.math_verifier.special_tokens import strip_special_tokens
+from reward_service.verifiers.math import grade, grade_numeric
+from reward_service.verifiers.math.special_tokens import strip_special_tokens
 
 
 @pytest.mark.parametrize("completion", [

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from reward_service.registry import TaskLoadError, TaskRegistry
+from reward_service.router.registry import TaskLoadError, TaskRegistry
 
 
 def install_fake_distribution(root, name, entry_points):

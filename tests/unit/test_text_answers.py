@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reward_service.math_verifier.text_answers import number_word_value, option_letter, prose_key
+from reward_service.verifiers.math.text_answers import number_word_value, option_letter, prose_key
 
 
 @pytest.mark.parametrize("text,letter", [

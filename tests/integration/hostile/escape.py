@@ -8,7 +8,7 @@ files named with the session token, and at its own listeners for any connection.
 
 from __future__ import annotations
 
-from sandbox.execution import TestStyle
+from reward_core.sandbox_contract import TestStyle
 from tests.integration.hostile.model import Category, HostileProgram
 
 E = Category.ESCAPE

@@ -7,7 +7,7 @@ leave the sandbox able to run the next program.
 
 from __future__ import annotations
 
-from sandbox.execution import TestStyle, Verdict
+from reward_core.sandbox_contract import TestStyle, Verdict
 from tests.integration.hostile.model import KILLED_BY_LIMIT, NOT_A_PASS, TIMEOUT, Category, HostileProgram, join
 from tests.integration.hostile.persistence import FIND_LEFTOVERS, NOTHING_LEFT
 

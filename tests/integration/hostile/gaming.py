@@ -9,7 +9,7 @@ crash; answer one call, then vanish).
 
 from __future__ import annotations
 
-from sandbox.execution import TestStyle, Verdict
+from reward_core.sandbox_contract import TestStyle, Verdict
 from tests.integration.hostile.model import PY_ORACLE_HUNTER, TIMEOUT, Category, HostileProgram, join
 
 G = Category.GAMING

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.execution import ExecutionResult
+from reward_core.sandbox_contract import ExecutionResult
 from tests.integration.hostile.model import Session, new_oracle
 
 REPO = Path(__file__).resolve().parents[3]

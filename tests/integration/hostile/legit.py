@@ -12,7 +12,7 @@ import textwrap
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from sandbox.execution import ExecutionRequest, Limits, TestCase, TestStyle
+from reward_core.sandbox_contract import ExecutionRequest, Limits, TestCase, TestStyle
 
 
 @dataclass(frozen=True)

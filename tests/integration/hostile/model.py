@@ -33,7 +33,7 @@ import textwrap
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from sandbox.execution import ExecutionRequest, Limits, TestCase, TestStyle, Verdict
+from reward_core.sandbox_contract import ExecutionRequest, Limits, TestCase, TestStyle, Verdict
 
 
 class Category(str, enum.Enum):

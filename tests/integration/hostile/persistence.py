@@ -8,7 +8,7 @@ slot) looks from inside the sandbox for what was left, and the host looks from o
 
 from __future__ import annotations
 
-from sandbox.execution import TestStyle, Verdict
+from reward_core.sandbox_contract import TestStyle, Verdict
 from tests.integration.hostile.model import NOT_A_PASS, Category, HostileProgram, join
 
 P = Category.PERSISTENCE

@@ -20,7 +20,7 @@ from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from reward_service.pool_types import PoolError
+from reward_service.pool.types import PoolError
 
 
 class AdmissionRefused(RuntimeError):

@@ -18,11 +18,11 @@ from reward.v1 import reward_pb2, sandbox_pb2
 from reward_core.grpc_common import DEFAULT_MAX_CALL_S, DEFAULT_MAX_CONNECTION_AGE_S, server_options
 from reward_core.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from reward_core.server_shell import AioServerShell
-from reward_service.metrics import RewardMetrics
-from reward_service.rewards_config import RewardsConfig
-from reward_service.scoring import Scorer, ScorerConfig
-from reward_service.servicer import RequestLimits, RewardServicer
-from reward_service.shared_sandbox import shared_sandbox_servicer
+from reward_service.router.metrics import RewardMetrics
+from reward_service.router.rewards_config import RewardsConfig
+from reward_service.router.scoring import Scorer, ScorerConfig
+from reward_service.router.servicer import RequestLimits, RewardServicer
+from reward_service.router.code_executor import shared_sandbox_servicer
 from reward_service.tasks.code_task import CodeTask
 from sandbox.servicer import SandboxServicer
 

@@ -1,6 +1,6 @@
 """Per-worker bookkeeping of the pool dispatcher: worker/item records and signalling.
 
-Used only by :mod:`reward_service.pool_dispatcher`; nothing here is public API.
+Used only by :mod:`reward_service.pool.dispatcher`; nothing here is public API.
 """
 
 from __future__ import annotations

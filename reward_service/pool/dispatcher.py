@@ -1,4 +1,4 @@
-"""The dispatcher thread behind :class:`reward_service.worker_pool.WorkerPool`.
+"""The dispatcher thread behind :class:`reward_service.pool.worker_pool.WorkerPool`.
 
 One daemon thread owns every worker: it starts them (and replacements), hands
 queued items to idle workers, reads their messages (results, errors, log
@@ -25,12 +25,12 @@ import time
 from collections import deque
 from typing import Any, Callable
 
-from reward_service import _worker_main as _wm
-from reward_service.pool_types import (
+from reward_service.pool import worker_main as _wm
+from reward_service.pool.types import (
     ItemTimeout, JobError, PoolClosed, PoolConfig, PoolError, PoolStats, QueueFull, WorkerCrashed,
     WorkerStartError,
 )
-from reward_service.pool_workers import ForwardHandler, Item, Worker, WorkerState, signal_group
+from reward_service.pool.workers import ForwardHandler, Item, Worker, WorkerState, signal_group
 
 logger = logging.getLogger(__name__)
 

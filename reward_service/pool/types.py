@@ -1,6 +1,6 @@
-"""Public value types of :mod:`reward_service.worker_pool`: errors, config, stats.
+"""Public value types of :mod:`reward_service.pool.worker_pool`: errors, config, stats.
 
-Everything here is re-exported by :mod:`reward_service.worker_pool`; import it
+Everything here is re-exported by :mod:`reward_service.pool.worker_pool`; import it
 from there.
 """
 

@@ -33,7 +33,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from reward_core.contract import ScoreBatchResult
 from reward_core.metrics_http import MetricsEndpoint
-from reward_service.pool_types import PoolStats
+from reward_service.pool.types import PoolStats
 
 #: The ``task`` label of every rollout whose task is not registered: task names come from
 #: clients, and one series per name sent would grow without bound.
@@ -45,7 +45,7 @@ SCORE_BUCKETS = (-2.0, -1.0, -0.75, -0.5, -0.25, 0.0, 0.1, 0.25, 0.5, 0.75, 0.9,
 
 
 class PoolStatsSource(Protocol):
-    """What :meth:`RewardMetrics.attach_pool` reads (a :class:`~reward_service.worker_pool.WorkerPool`)."""
+    """What :meth:`RewardMetrics.attach_pool` reads (a :class:`~reward_service.pool.worker_pool.WorkerPool`)."""
 
     def stats(self) -> PoolStats: ...
 

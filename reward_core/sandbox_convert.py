@@ -7,7 +7,7 @@ Two conventions of the wire format (``proto/reward/v1/sandbox.proto``):
 
 * FUNCTION_CALL values travel as JSON text (``args_json``, ``kwargs_json``,
   ``expected_json``); an empty string means "none" ([] / {} / null).
-* A limit left at 0 takes the default of :class:`sandbox.execution.Limits`.
+* A limit left at 0 takes the default of :class:`reward_core.sandbox_contract.Limits`.
 
 proto3 strings must be valid UTF-8, and a program may print anything, so
 every string put into a message passes through :func:`utf8_safe` first: bytes
@@ -23,7 +23,7 @@ from dataclasses import fields
 from typing import Any, Sequence
 
 from reward.v1 import sandbox_pb2 as pb
-from sandbox.execution import (
+from reward_core.sandbox_contract import (
     CaseOutcome,
     ExecutionRequest,
     ExecutionResult,

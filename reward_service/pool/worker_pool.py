@@ -16,15 +16,15 @@ Design:
 * Workers are forked by the forkserver (a clean single-threaded process started
   when the pool is created), never by the threaded server process.
 * Log records from workers come back over the worker pipes (see
-  :mod:`reward_service._worker_main`) and are handed to a
+  :mod:`reward_service.pool.worker_main`) and are handed to a
   ``logging.handlers.QueueListener`` thread that re-dispatches each record to
   the parent's logger of the same name, so the parent's logging config applies.
   Worker records keep ``processName`` (e.g. ``reward-worker-3``).
 * Future callbacks run on the dispatcher thread: keep them short.
 
-Modules: :mod:`reward_service.pool_types` (errors, config, stats; re-exported
-here), :mod:`reward_service.pool_dispatcher` (the dispatcher thread) and
-:mod:`reward_service.pool_workers` (per-worker records).
+Modules: :mod:`reward_service.pool.types` (errors, config, stats; re-exported
+here), :mod:`reward_service.pool.dispatcher` (the dispatcher thread) and
+:mod:`reward_service.pool.workers` (per-worker records).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ import weakref
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Generic, Iterable, Sequence, TypeVar
 
-from reward_service.pool_dispatcher import Dispatcher
-from reward_service.pool_types import (
+from reward_service.pool.dispatcher import Dispatcher
+from reward_service.pool.types import (
     ItemTimeout,
     JobError,
     Outcome,

@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from reward_service.registry import TaskRegistry, build_registry
-from reward_service.rewards_config import RewardsConfig
+from reward_service.router.registry import TaskRegistry, build_registry
+from reward_service.router.rewards_config import RewardsConfig
 from reward_service.task_api import TaskInput, TaskOutcome
 
 _registry: TaskRegistry | None = None

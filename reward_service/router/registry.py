@@ -16,9 +16,9 @@ import logging
 from importlib.metadata import EntryPoint, entry_points
 from typing import Iterable
 
-from reward_service.composite import CompositeTask
+from reward_service.router.composite import CompositeTask
 from reward_core.contract import TaskInfo
-from reward_service.rewards_config import RewardsConfig
+from reward_service.router.rewards_config import RewardsConfig
 from reward_service.task_api import InvalidTaskOptions, Task
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ import inspect
 from typing import Sequence
 
 from reward_service.tasks.code_task import CodeTask
-from sandbox.execution import Cancellation, ExecutionRequest, ExecutionResult
+from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult
 from sandbox.languages import Language, load_languages
 from sandbox.request_limits import RequestLimits
 from sandbox.servicer import SandboxServicer

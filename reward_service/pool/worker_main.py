@@ -1,4 +1,4 @@
-"""Worker-process side of :mod:`reward_service.worker_pool`.
+"""Worker-process side of :mod:`reward_service.pool.worker_pool`.
 
 Everything in here runs inside a worker process forked by the multiprocessing
 forkserver.  The parent talks to a worker over one duplex pipe:

@@ -41,8 +41,8 @@ from reward_core.grpc_common import (
     wait_budget,
 )
 from reward_core.log_context import request_context
-from reward_service.metrics import RewardMetrics
-from reward_service.scoring import PendingBatch, QueueFullError, Scorer
+from reward_service.router.metrics import RewardMetrics
+from reward_service.router.scoring import PendingBatch, QueueFullError, Scorer
 
 logger = logging.getLogger(__name__)
 

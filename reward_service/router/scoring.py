@@ -24,13 +24,13 @@ from reward_core.contract import (
     TaskInfo,
     group_stats,
 )
-from reward_service.registry import TaskRegistry, build_registry, log_self_check
-from reward_service.rewards_config import RewardsConfig
+from reward_service.router.registry import TaskRegistry, build_registry, log_self_check
+from reward_service.router.rewards_config import RewardsConfig
 from reward_service.task_api import InvalidReference, TaskInput, cancel_token_set
-from sandbox.execution import Cancellation
-from reward_service.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
-from reward_service.fair_queue import AdmissionRefused, FairQueue
-from reward_service.worker_pool import (
+from reward_core.sandbox_contract import Cancellation
+from reward_service.router.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
+from reward_service.pool.fair_queue import AdmissionRefused, FairQueue
+from reward_service.pool.worker_pool import (
     ItemTimeout,
     JobError,
     PoolClosed,
@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 JOB_SHARE_OF_LIMIT = 0.05
 
 # Imported in the fork server so every (re)started worker begins warm.
-PRELOAD_MODULES = ("sympy", "reward_service.worker_job", "reward_service.math_verifier")
+PRELOAD_MODULES = ("sympy", "reward_service.router.worker_job", "reward_service.verifiers.math")
 
 
 @dataclass(frozen=True)

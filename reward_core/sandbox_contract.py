@@ -1,7 +1,7 @@
 """What an execution is: the request (program, tests, limits) and its typed result.
 
 Every backend (process, docker) and every front end (CLI, gRPC service, the
-``code`` reward task) speaks these dataclasses; only ``sandbox/convert.py``
+``code`` reward task) speaks these dataclasses; only ``reward_core/sandbox_convert.py``
 touches protobuf. An executor never raises on hostile code: whatever the
 program does, the caller gets an :class:`ExecutionResult` whose ``verdict``
 says what happened. Expected outputs stay on the host: they are never sent into

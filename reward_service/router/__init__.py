@@ -1,0 +1,1 @@
+"""The reward router: the gRPC reward service, its scoring pipeline, task registry and composites."""

@@ -1,0 +1,1 @@
+"""Pure verifiers: functions of (completion, reference, options) that import nothing of ours."""
