@@ -2,7 +2,7 @@
 
 Every rollout comes with an :class:`Expect`: the score a correct verifier must give it
 when it scores it at all. Math and gsm8k groups mix right and wrong answers written in
-the forms the README says are equal (``\\frac{6}{4}`` = ``3/2``, ``\\sqrt{8}`` =
+the forms docs/math-verifier.md says are equal (``\\frac{6}{4}`` = ``3/2``, ``\\sqrt{8}`` =
 ``2\\sqrt{2}``, ``x^2+2x+1`` = ``(x+1)^2``); code groups mix a right and a wrong
 program against function-call, HumanEval and stdin/stdout tests. Pathological items
 (a program that loops forever, one that touches 2 GiB, one that forks, a tower of

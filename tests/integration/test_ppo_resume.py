@@ -1,5 +1,5 @@
 """PPO runs end to end against a real reward server: an interrupted run resumes exactly (policy,
-critic, optimizer, RNGs, prompt position); metrics and checkpoints hold what the README says;
+critic, optimizer, RNGs, prompt position); metrics and checkpoints hold what docs/trainer.md says;
 unscored rollouts are counted and kept out of training."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The documented multi-process route: ``torchrun`` launches TRL's GRPOTrainer on 2 CPU processes (gloo).
 
-examples/trl_grpo.py is launched exactly as the README says (``--cpu`` standing in for GPUs);
+examples/trl_grpo.py is launched exactly as docs/clients.md says (``--cpu`` standing in for GPUs);
 each rank scores its own completions through the reward service, and TRL gathers the
 rewards of both ranks into one logged mean.
 """
