@@ -1,7 +1,7 @@
 """Conversion between ``reward.v1.sandbox_pb2`` messages and the execution dataclasses: the one place.
 
-Only the gRPC front end (``sandbox/servicer.py``) and the remote executor
-(``sandbox/remote_executor.py``) touch protobuf; both go through here.
+Only the gRPC front end (``sandbox/servicer.py``) and the sandbox clients
+(``reward_core/clients/sandbox.py``) touch protobuf; both go through here.
 
 Two conventions of the wire format (``proto/reward/v1/sandbox.proto``):
 

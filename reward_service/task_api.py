@@ -147,6 +147,10 @@ class Task(abc.ABC):
     runs_in_server: ClassVar[bool] = False
     #: Whether outcomes carry step scores (``TaskOutcome.steps``); ListTasks reports it.
     produces_steps: ClassVar[bool] = False
+    #: A task that calls another service takes an ``endpoint`` option; this names the field of the
+    #: server's ``TaskEndpoints`` (``reward_service.router.rewards_config``) the registry passes as
+    #: that option when the task's config gives none ("": the task takes no endpoint).
+    endpoint_field: ClassVar[str] = ""
 
     def __init__(self, **options: Any) -> None:
         if options:

@@ -8,6 +8,13 @@ was hit. Executors never raise on hostile code.
 * ``create_executor("process")`` (default) -- bubblewrap slots with warm
   zygotes; OS isolation (namespaces, unprivileged uid, rlimits, cgroups).
 * ``create_executor("docker")`` -- the same runtime inside containers.
+* ``create_remote_executor("host:port")`` -- a SandboxService (``python -m sandbox serve``) over gRPC.
+
+Before anything runs: ``build_request`` turns JSON-shaped tests (a HumanEval check, a list of
+cases) into a request, ``validate_request`` refuses one a local executor could not run (unknown
+language, no tests for the style, check code that does not parse), ``prompt_compiles`` says
+whether a HumanEval prompt may travel as the request's trusted prompt, and ``load_languages``
+reads a languages file.
 
 Test styles: HumanEval ``check(candidate)`` (asserts evaluated by a trusted
 process on plain data), STDIO (output compared on the host), FUNCTION_CALL
@@ -30,7 +37,10 @@ from reward_core.sandbox_contract import (
     TestStyle,
     Verdict,
 )
-from sandbox.factory import BACKENDS, create_executor
+from sandbox.factory import BACKENDS, create_executor, create_remote_executor
+from sandbox.languages import load_languages
+from sandbox.submissions import build_request
+from sandbox.zygote_client import prompt_compiles, validate_request
 
 __all__ = [
     "BACKENDS",
@@ -47,5 +57,10 @@ __all__ = [
     "TestResult",
     "TestStyle",
     "Verdict",
+    "build_request",
     "create_executor",
+    "load_languages",
+    "prompt_compiles",
+    "create_remote_executor",
+    "validate_request",
 ]

@@ -1,8 +1,10 @@
-"""``create_executor``: the one way front ends get an :class:`~reward_core.sandbox_contract.Executor`.
+"""``create_executor`` / ``create_remote_executor``: the way front ends get an
+:class:`~reward_core.sandbox_contract.Executor`.
 
-    from sandbox.factory import create_executor
+    from sandbox import create_executor, create_remote_executor
     with create_executor("process", concurrency=2) as ex:      # bubblewrap, the default
         result = ex.execute(request)
+    ex = create_remote_executor("sandbox-host:50053", call_timeout_s=300)   # a SandboxService
 
 Backends are imported lazily, so importing this module needs neither
 bubblewrap nor the Docker SDK. ``languages`` is a mapping of name ->
@@ -43,3 +45,12 @@ def create_executor(backend: str = "process", concurrency: int = 2,
 
         return DockerExecutor(concurrency=concurrency, languages=langs, **options)
     raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")
+
+
+def create_remote_executor(endpoint: str, **options: Any) -> Executor:
+    """An executor on the SandboxService at ``endpoint`` (``python -m sandbox serve``), over the core's
+    sandbox client; ``options`` are :class:`sandbox.remote_executor.RemoteExecutor`'s. Opens no
+    channel until its first call (so it may be created before a fork)."""
+    from sandbox.remote_executor import RemoteExecutor
+
+    return RemoteExecutor(endpoint, **options)

@@ -4,17 +4,17 @@ It speaks the same :class:`~reward_core.sandbox_contract.Executor` protocol as t
 backends, so the ``code`` reward task (or anything else) switches between an
 in-process sandbox and a remote one by configuration::
 
-    executor = RemoteExecutor("sandbox-host:50053", call_timeout_s=300)
+    executor = create_remote_executor("sandbox-host:50053", call_timeout_s=300)   # from sandbox
     results = executor.execute_batch(requests)
 
-Error mapping, following the protocol: a request the service refuses as
-unusable (INVALID_ARGUMENT) raises InvalidExecutionRequest; any other failure
-of a call (unreachable, draining past the retries, queue full, deadline) is a
-SANDBOX_ERROR result for each of its programs -- never a verdict on the code.
-Only UNAVAILABLE is retried, by gRPC itself (a service-config retry policy).
-The channel is opened on first use in the calling process (after any fork), with
-``security`` (TLS, bearer token; default: the ``REWARD_SUITE_*`` environment, see
-``reward_core/channel_security.py``): a server that wants a token it did not get
+The calls go through the core's :class:`~reward_core.clients.SandboxClient`. Error mapping,
+following the protocol: a request the service refuses as unusable (INVALID_ARGUMENT) raises
+InvalidExecutionRequest; any other failure of a call (unreachable, draining past the retries,
+queue full, deadline, an answer that does not match the request) is a SANDBOX_ERROR result for
+each of its programs -- never a verdict on the code. Only UNAVAILABLE is retried, by gRPC itself
+(a service-config retry policy). The client is opened on first use in the calling process
+(after any fork), with ``security`` (TLS, bearer token; default: the ``REWARD_SUITE_*``
+environment, see ``reward_core/channel_security.py``): a server that wants a token it did not get
 answers UNAUTHENTICATED, which is a SANDBOX_ERROR result like any other failed call.
 """
 
@@ -23,20 +23,24 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import replace
-from typing import Any, Sequence
+from typing import Sequence
 
 import grpc
 
-from reward.v1 import sandbox_pb2, sandbox_pb2_grpc
-from reward_core.channel_config import ChannelConfig
+from reward_core.channel_config import SANDBOX_SERVICE, ChannelConfig
 from reward_core.channel_security import ClientSecurity
-from reward_core import sandbox_convert as convert
-from reward_core.sandbox_contract import ExecutionRequest, ExecutionResult, InvalidExecutionRequest, Verdict
+from reward_core.clients import SandboxClient, SandboxReplyError
+from reward_core.sandbox_contract import (
+    Cancellation,
+    ExecutionRequest,
+    ExecutionResult,
+    InvalidExecutionRequest,
+    Verdict,
+)
 
 logger = logging.getLogger(__name__)
 
-SERVICE = sandbox_pb2.DESCRIPTOR.services_by_name["SandboxService"].full_name
+SERVICE = SANDBOX_SERVICE
 
 
 def sandbox_error(request: ExecutionRequest, error: str) -> ExecutionResult:
@@ -57,25 +61,26 @@ class RemoteExecutor:
         self.call_timeout_s = call_timeout_s
         self.max_batch = max_batch
         self.security = ClientSecurity.from_env() if security is None else security
-        # The suite's channel factory: UNAVAILABLE retried by gRPC, keepalive, sizes, TLS and token.
+        # The core's channel factory: UNAVAILABLE retried by gRPC, keepalive, sizes, TLS and token.
         self._channel_config = ChannelConfig(max_message_mb=max_message_mb, max_attempts=max_attempts,
                                              initial_backoff_s=0.2, max_backoff_s=2.0, wait_for_ready=False,
                                              services=(SERVICE,), security=self.security)
         self._lock = threading.Lock()
-        self._channel: grpc.Channel | None = None
-        self._stub: Any = None
+        self._client: SandboxClient | None = None
         self._pid = -1
 
-    def _service(self) -> Any:
+    def _sandbox(self) -> SandboxClient:
+        """This process's client (one inherited through a fork is the parent's: never used)."""
         with self._lock:
-            if self._stub is None or self._pid != os.getpid():
-                self._channel = self._channel_config.channel(self.endpoint)
-                self._stub = sandbox_pb2_grpc.SandboxServiceStub(self._channel)
+            if self._client is None or self._pid != os.getpid():
+                self._client = SandboxClient(self.endpoint, timeout_s=self.call_timeout_s,
+                                             channel=self._channel_config)
                 self._pid = os.getpid()
-            return self._stub
+            return self._client
 
-    def execute(self, request: ExecutionRequest) -> ExecutionResult:
-        return self.execute_batch([request])[0]
+    def execute(self, request: ExecutionRequest, cancel: Cancellation | None = None) -> ExecutionResult:
+        """One program; ``cancel`` firing cancels its call (a SANDBOX_ERROR result, the server stops it)."""
+        return self._call([request], cancel)[0]
 
     def execute_batch(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult]:
         """One ExecuteBatch call per ``max_batch`` requests; results in request order."""
@@ -84,13 +89,12 @@ class RemoteExecutor:
             results += self._call(requests[start:start + self.max_batch])
         return results
 
-    def _call(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult]:
-        # Positional ids on the wire: callers' ids may repeat or be empty; results are matched by position.
-        wire = convert.batch_request_to_proto(requests)
-        for i, msg in enumerate(wire.requests):
-            msg.id = str(i)
+    def _call(self, requests: Sequence[ExecutionRequest], cancel: Cancellation | None = None) -> list[ExecutionResult]:
         try:
-            response = self._service().ExecuteBatch(wire, timeout=self.call_timeout_s)
+            return self._sandbox().execute_batch(requests, cancel=cancel)
+        except grpc.FutureCancelledError:
+            return [sandbox_error(r, f"sandbox at {self.endpoint}: cancelled: the call was cancelled or its "
+                                     "deadline passed") for r in requests]
         except grpc.RpcError as exc:
             code, details = exc.code(), exc.details()
             if code == grpc.StatusCode.INVALID_ARGUMENT:
@@ -98,17 +102,11 @@ class RemoteExecutor:
             logger.warning("sandbox at %s failed a call of %d programs: %s: %s",
                            self.endpoint, len(requests), code.name, details)
             return [sandbox_error(r, f"sandbox at {self.endpoint}: {code.name}: {details}") for r in requests]
-        if [r.id for r in response.results] != [str(i) for i in range(len(requests))]:
-            return [sandbox_error(r, f"sandbox at {self.endpoint} answered {len(response.results)} results, "
-                                     f"missing or out of order, for {len(requests)} programs") for r in requests]
-        return [_with_id(convert.result_from_proto(msg), req.id) for msg, req in zip(response.results, requests)]
+        except SandboxReplyError as exc:
+            return [sandbox_error(r, str(exc)) for r in requests]
 
     def close(self) -> None:
         with self._lock:
-            if self._channel is not None and self._pid == os.getpid():
-                self._channel.close()
-            self._channel, self._stub = None, None
-
-
-def _with_id(result: ExecutionResult, request_id: str) -> ExecutionResult:
-    return replace(result, id=request_id)
+            if self._client is not None and self._pid == os.getpid():
+                self._client.close()
+            self._client = None

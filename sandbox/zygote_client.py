@@ -219,6 +219,16 @@ def validate_request(request: ExecutionRequest, languages: Mapping[str, Language
     return language
 
 
+def prompt_compiles(prompt: str) -> bool:
+    """Whether ``prompt`` compiles on its own, as a HUMANEVAL request's trusted ``prompt`` must
+    (see :func:`validate_request`). Cached, like the check code's parse."""
+    try:
+        check_prompt(prompt)
+    except CheckCodeError:
+        return False
+    return True
+
+
 def _encode_case(case: Any, style: TestStyle) -> dict:
     if style is TestStyle.STDIO:
         return {"stdin": str(case.stdin)}

@@ -10,7 +10,8 @@ from typing import Iterator
 import uvicorn
 from starlette.applications import Starlette
 
-from reward_service.http_door.app import DoorConfig, RouteFactory, create_app
+from reward_service.http_door.app import create_app
+from reward_service.http_door.door import DoorConfig, RouteFactory
 from reward_service.http_door.upstream import UpstreamConfig
 
 

@@ -58,7 +58,7 @@ from typing import Any, Callable, Mapping, Sequence
 import grpc
 
 from reward_core.contract import RolloutResult, RolloutStatus, group_stats
-from trainer_client.reward_client import RewardClient
+from reward_core.clients import RewardClient
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reward_service.http_door import classify, json_score, nemo_gym, openrlhf, sandbox_fusion, slime
-from reward_service.http_door.app import RouteFactory
+from reward_service.http_door.door import RouteFactory
 
 ALL_ADAPTERS: list[RouteFactory] = [
     json_score.routes,

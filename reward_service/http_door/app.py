@@ -1,9 +1,9 @@
 """The ASGI application of the front door: routes of every adapter, auth, health, metrics.
 
-``create_app(config)`` builds a Starlette app; the upstream channels open in its lifespan
+``create_app(config)`` builds a Starlette app; the upstream clients open in its lifespan
 (inside the server's event loop). Each adapter module exposes ``routes(door) -> list[Route]``
-and translates only; errors of ours are never rewards (see each adapter for what its
-protocol gets instead of an unscored result).
+(``door.py``: what the routes share) and translates only; errors of ours are never rewards (see
+each adapter for what its protocol gets instead of an unscored result).
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import hmac
 import logging
 import time
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -24,7 +23,10 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from reward_service.http_door.upstream import Upstreams, UpstreamConfig
+from reward_service.http_door.adapters import ALL_ADAPTERS
+from reward_service.http_door.door import DoorConfig, FrontDoor, RouteFactory
+from reward_service.http_door.nemo_gym import root_routes
+from reward_service.http_door.upstream import Upstreams
 
 logger = logging.getLogger(__name__)
 
@@ -32,44 +34,10 @@ logger = logging.getLogger(__name__)
 OPEN_PATHS = ("/healthz", "/metrics", "/v1/ping")
 
 
-@dataclass
-class FrontDoor:
-    """What every route handler gets: the upstreams and the door's own metrics."""
-
-    config: "DoorConfig"
-    upstreams: Upstreams | None = None
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
-
-    def __post_init__(self) -> None:
-        self.requests = Counter("http_door_requests", "HTTP calls by route and status", ["route", "status"],
-                                registry=self.registry)
-        self.seconds = Histogram("http_door_request_seconds", "HTTP call latency by route", ["route"],
-                                 registry=self.registry)
-
-    @property
-    def up(self) -> Upstreams:
-        if self.upstreams is None:
-            raise RuntimeError("the front door's upstream channels are not open (outside the app's lifespan)")
-        return self.upstreams
-
-
-@dataclass(frozen=True)
-class DoorConfig:
-    """The front door: where it sends work and who may call it."""
-
-    upstream: UpstreamConfig
-    token: str = field(default="", repr=False)  # bearer token every call must carry ("" : none)
-    nemo_gym_reward: str = ""  # serve this reward as a NeMo Gym resources server at the root ("" : none)
-
-
-RouteFactory = Callable[[FrontDoor], list[BaseRoute]]
-
-
 def create_app(config: DoorConfig, adapters: list[RouteFactory] | None = None) -> Starlette:
     """The app with the given adapters' routes (default: every adapter)."""
     door = FrontDoor(config)
     if adapters is None:
-        from reward_service.http_door.adapters import ALL_ADAPTERS
         adapters = ALL_ADAPTERS
 
     @asynccontextmanager
@@ -95,7 +63,6 @@ def create_app(config: DoorConfig, adapters: list[RouteFactory] | None = None) -
     for factory in adapters:
         routes.extend(factory(door))
     if config.nemo_gym_reward:  # NeMo Gym calls /verify etc. at the root of a resources server
-        from reward_service.http_door.nemo_gym import root_routes
         routes.extend(root_routes(config.nemo_gym_reward)(door))
 
     app = Starlette(routes=routes, lifespan=lifespan,

@@ -43,7 +43,7 @@ Not supported, answered 400: token-id inputs, multimodal parts, ``truncate_promp
 RM server truncates by its own policy, see its ``Info``). Errors use vLLM's body
 ``{"error": {"message", "type", "param", "code"}}``; a door started without ``--rm`` answers
 404 (a configuration error: verl retries 5xx, not 4xx). The RM server batches concurrent calls
-itself, so each HTTP call is one ``RewardModelService.Score`` call.
+itself, so each HTTP call is one ``RewardModelService.Score`` call (the core's reward-model client).
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from reward.v1 import reward_model_pb2 as rm_pb
-from reward_service.http_door.app import FrontDoor
+from reward_core.rm_contract import PairScore, RewardModelReplyError, ScoreReply
+from reward_service.http_door.door import FrontDoor
 from reward_service.http_door.errors import HTTP_STATUS
 
 #: transformers' default ``id2label`` for a one-output head (what vLLM reports as ``label``).
@@ -172,12 +172,12 @@ def output_value(score: float, activation: bool) -> float:
     return e / (1.0 + e)
 
 
-def _usage(results: Sequence[rm_pb.RewardModelResult]) -> dict:
+def _usage(results: Sequence[PairScore]) -> dict:
     tokens = sum(r.num_tokens for r in results)
     return {"prompt_tokens": tokens, "total_tokens": tokens, "completion_tokens": 0, "prompt_tokens_details": None}
 
 
-def classification_response(call: PoolingCall, reply: rm_pb.RewardModelResponse, created: int) -> dict:
+def classification_response(call: PoolingCall, reply: ScoreReply, created: int) -> dict:
     """vLLM's ``ClassificationResponse`` for the RM's answer to ``call``."""
     data = [{"index": k, "label": ONE_LABEL, "probs": [output_value(r.score, call.activation)], "num_classes": 1}
             for k, r in enumerate(reply.results)]
@@ -185,7 +185,7 @@ def classification_response(call: PoolingCall, reply: rm_pb.RewardModelResponse,
             "model": call.model or reply.checkpoint, "data": data, "usage": _usage(reply.results)}
 
 
-def score_response(call: PoolingCall, reply: rm_pb.RewardModelResponse, created: int) -> dict:
+def score_response(call: PoolingCall, reply: ScoreReply, created: int) -> dict:
     """vLLM's ``ScoreResponse`` for the RM's answer to ``call``."""
     data = [{"index": k, "object": "score", "score": output_value(r.score, call.activation)}
             for k, r in enumerate(reply.results)]
@@ -203,7 +203,7 @@ def vllm_error(status: int, message: str) -> JSONResponse:
 
 def routes(door: FrontDoor) -> list[BaseRoute]:
     async def answer(request: Request, parse: Callable[[Any], PoolingCall],
-                     build: Callable[[PoolingCall, rm_pb.RewardModelResponse, int], dict]) -> Response:
+                     build: Callable[[PoolingCall, ScoreReply, int], dict]) -> Response:
         if door.up.rm is None:
             return vllm_error(404, "this front door has no reward model: start `reward-service serve-http` "
                                    "with --rm HOST:PORT of `reward-service serve-rm`")
@@ -211,12 +211,12 @@ def routes(door: FrontDoor) -> list[BaseRoute]:
             call = parse(await request.json())
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, PoolingRequestError
             return vllm_error(400, str(exc) if isinstance(exc, PoolingRequestError) else f"the body is not JSON: {exc}")
-        items = [rm_pb.RewardModelItem(id=str(k), prompt=p, completion=c) for k, (p, c) in enumerate(call.pairs)]
         try:
-            reply = await door.up.rm.Score(rm_pb.RewardModelRequest(items=items), timeout=door.up.config.timeout_s,
-                                           metadata=door.up.metadata)
+            reply = await door.up.rm.score(call.pairs)
         except grpc.aio.AioRpcError as exc:
             return vllm_error(HTTP_STATUS.get(exc.code(), 500), exc.details() or exc.code().name)
+        except RewardModelReplyError as exc:
+            return vllm_error(502, str(exc))
         return JSONResponse(build(call, reply, int(time.time())))
 
     async def classify(request: Request) -> Response:

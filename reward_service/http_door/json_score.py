@@ -28,7 +28,7 @@ from reward.v1 import reward_pb2 as pb
 from reward_core import convert
 from reward_core.contract import ScoreBatchResult, group_stats
 from reward_core.grpc_common import RequestRejected, check_ids
-from reward_service.http_door.app import FrontDoor
+from reward_service.http_door.door import FrontDoor
 from reward_service.http_door.errors import bad_request, error_response
 from reward_service.http_door.upstream import UpstreamError
 
@@ -41,10 +41,11 @@ async def _score(door: FrontDoor, message: pb.ScoreRequest) -> pb.ScoreResponse:
     """Small requests with the server's default item limit join the micro-batcher (their group
     statistics are recomputed from their own results, exactly as the server computes them);
     others go upstream as they are."""
-    if message.item_timeout_s or len(message.rollouts) > door.up.config.max_batch:
-        return await door.up.score_request(message)
-    check_ids((r.id for r in message.rollouts), "rollout")  # the batcher renames ids: check them here
     rollouts = [convert.rollout_from_proto(r) for r in message.rollouts]
+    if message.item_timeout_s or len(message.rollouts) > door.up.config.max_batch:
+        return convert.batch_to_proto(await door.up.score_request(rollouts, message.request_id,
+                                                                  message.item_timeout_s))
+    check_ids((r.id for r in message.rollouts), "rollout")  # the batcher renames ids: check them here
     start = time.perf_counter()
     results = await door.up.score(rollouts)
     elapsed_ms = (time.perf_counter() - start) * 1000.0
@@ -70,10 +71,9 @@ def routes(door: FrontDoor) -> list[BaseRoute]:
 
     async def tasks(_: Request) -> Response:
         try:
-            reply = await door.up.reward.ListTasks(pb.ListTasksRequest(), timeout=door.up.config.timeout_s,
-                                                   metadata=door.up.metadata)
+            infos = await door.up.reward.list_tasks()
         except grpc.aio.AioRpcError as exc:
             return error_response(exc.code(), exc.details() or exc.code().name)
-        return JSONResponse(to_json(reply))
+        return JSONResponse(to_json(pb.ListTasksResponse(tasks=[convert.task_info_to_proto(t) for t in infos])))
 
     return [Route("/v1/score", score, methods=["POST"]), Route("/v1/tasks", tasks, methods=["GET"])]

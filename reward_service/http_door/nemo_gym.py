@@ -46,7 +46,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from reward_core.contract import Rollout, RolloutResult, RolloutStatus
-from reward_service.http_door.app import FrontDoor, RouteFactory
+from reward_service.http_door.door import FrontDoor, RouteFactory
 from reward_service.http_door.errors import bad_request, error_response
 from reward_service.http_door.upstream import UpstreamError
 

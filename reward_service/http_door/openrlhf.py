@@ -53,7 +53,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from reward_core.contract import InvalidRollout, Rollout, RolloutResult, RolloutStatus, normalize_reference
-from reward_service.http_door.app import FrontDoor
+from reward_service.http_door.door import FrontDoor
 from reward_service.http_door.errors import bad_request, error_response
 from reward_service.http_door.upstream import UpstreamError
 

@@ -1,8 +1,8 @@
 """SandboxFusion's own HTTP API at the root, run on our sandbox: ``POST /run_code``, ``GET /v1/ping``.
 
 verl (``reward_model.sandbox_fusion.url``: ``http://HOST:PORT/run_code``) and other SandboxFusion
-clients work unchanged. Each call is one ``SandboxService.Execute`` on the door's shared
-channel: the program as one STDIO case with the call's stdin, whose stdout, stderr, exit
+clients work unchanged. Each call is one ``SandboxService.Execute`` through the door's sandbox
+client (the core's): the program as one STDIO case with the call's stdin, whose stdout, stderr, exit
 status and timings come back in SandboxFusion's ``RunCodeResponse``.
 
 Read from SandboxFusion's source (github.com/bytedance/SandboxFusion):
@@ -55,11 +55,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from reward.v1 import sandbox_pb2 as pb
-from reward_service.http_door.app import FrontDoor
+from reward_core.sandbox_contract import (
+    CaseOutcome,
+    ExecutionRequest,
+    ExecutionResult,
+    InvalidExecutionRequest,
+    LimitHit,
+    Limits,
+    TestCase,
+    TestStyle,
+    Verdict,
+)
+from reward_service.http_door.door import FrontDoor
 from reward_service.http_door.errors import error_response
-from reward_core import sandbox_convert as convert
-from reward_core.sandbox_contract import CaseOutcome, ExecutionResult, LimitHit, Verdict
 
 #: SandboxFusion's ``Language`` literal (sandbox/runners/types.py), in its order.
 LANGUAGES = ("python", "cpp", "nodejs", "go", "go_test", "java", "php", "csharp", "bash", "typescript", "sql",
@@ -195,13 +203,18 @@ def parse_run_code(raw: bytes) -> RunCode | list[dict]:
     return errors if errors else RunCode(**fields)
 
 
-def execution_request(call: RunCode) -> pb.ExecutionRequest:
-    """One STDIO case with the call's stdin; its expected stdout is a placeholder (the caller compares)."""
-    limits = pb.Limits(wall_s=call.run_timeout, cpu_s=call.run_timeout, compile_wall_s=call.compile_timeout,
-                       memory_mb=max(call.memory_limit_MB, 0), output_bytes=OUTPUT_BYTES)
-    return pb.ExecutionRequest(code=call.code, language=OUR_LANGUAGE.get(call.language, call.language),
-                               style=pb.TEST_STYLE_STDIO, limits=limits,
-                               cases=[pb.TestCase(stdin=call.stdin or "", expected_stdout="")])
+def execution_request(call: RunCode) -> ExecutionRequest:
+    """One STDIO case with the call's stdin; its expected stdout is a placeholder (the caller compares).
+
+    The limits the call does not set (a ``memory_limit_MB`` of -1 or 0 among them) are the
+    contract's defaults, which are also what the sandbox gives a limit left unset.
+    """
+    memory_mb = call.memory_limit_MB if call.memory_limit_MB > 0 else Limits().memory_mb
+    limits = Limits(wall_s=call.run_timeout, cpu_s=call.run_timeout, compile_wall_s=call.compile_timeout,
+                    memory_mb=memory_mb, output_bytes=OUTPUT_BYTES)
+    return ExecutionRequest(code=call.code, language=OUR_LANGUAGE.get(call.language, call.language),
+                            style=TestStyle.STDIO, limits=limits,
+                            cases=(TestCase(stdin=call.stdin or "", expected_stdout=""),))
 
 
 # --- the response ----------------------------------------------------------------------------------
@@ -285,14 +298,15 @@ def routes(door: FrontDoor) -> list[BaseRoute]:
         if problem:
             return JSONResponse(sandbox_error(problem))
         try:
-            reply = await door.up.sandbox.Execute(execution_request(call), timeout=door.up.config.timeout_s,
-                                                  metadata=door.up.metadata)
+            result = await door.up.sandbox.execute(execution_request(call))
         except grpc.aio.AioRpcError as exc:
             details = exc.details() or exc.code().name
             if exc.code() in RETRY_LATER:
                 return error_response(exc.code(), f"sandbox {door.up.sandbox_address}: {details}")
             return JSONResponse(sandbox_error(f"the sandbox refused the run ({exc.code().name}): {details}"))
-        return JSONResponse(run_code_response(convert.result_from_proto(reply), call.language))
+        except InvalidExecutionRequest as exc:  # a limit the contract refuses (checked by unsupported() too)
+            return JSONResponse(sandbox_error(f"the sandbox refused the run: {exc}"))
+        return JSONResponse(run_code_response(result, call.language))
 
     async def ping(_: Request) -> Response:
         return JSONResponse("pong")

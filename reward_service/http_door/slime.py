@@ -36,7 +36,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from reward_core.contract import InvalidRollout, Rollout, RolloutResult
-from reward_service.http_door.app import FrontDoor
+from reward_service.http_door.door import FrontDoor
 from reward_service.http_door.errors import bad_request, error_response
 from reward_service.http_door.openrlhf import reference_from_label, score_rows, unscored_answer
 from reward_service.http_door.upstream import UpstreamError

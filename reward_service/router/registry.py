@@ -7,18 +7,21 @@ so an installed package adds a task without editing the server::
     [project.entry-points."reward_service.tasks"]
     word_count = "my_package.tasks:WordCountTask"
 
-Configured variants and composite rewards (``rewards_config.py``) are added on top.
+Configured variants and composite rewards (``rewards_config.py``) are added on top. A task that
+calls another service gets its ``endpoint`` from the server's :class:`TaskEndpoints` when its
+options name none.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from importlib.metadata import EntryPoint, entry_points
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 from reward_service.router.composite import CompositeTask
 from reward_core.contract import TaskInfo
-from reward_service.router.rewards_config import RewardsConfig
+from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints
 from reward_service.task_api import InvalidTaskOptions, Task
 
 logger = logging.getLogger(__name__)
@@ -35,9 +38,10 @@ class TaskLoadError(RuntimeError):
 
 
 class TaskRegistry:
-    """Maps names to configured Task instances."""
+    """Maps names to configured Task instances; ``endpoints`` supply the tasks' default endpoints."""
 
-    def __init__(self) -> None:
+    def __init__(self, endpoints: TaskEndpoints | None = None) -> None:
+        self.endpoints = endpoints or TaskEndpoints()
         self._classes: dict[str, type[Task]] = {}
         self._tasks: dict[str, Task] = {}
         self._infos: dict[str, TaskInfo] = {}
@@ -48,7 +52,7 @@ class TaskRegistry:
         if not key:
             raise TaskLoadError(f"task class {cls.__qualname__} has no name")
         self._classes[key] = cls
-        self.add(key, _instantiate(cls, key, {}))
+        self.add(key, _instantiate(cls, key, {}, self.endpoints))
 
     def add(self, name: str, task: Task, info: TaskInfo | None = None) -> None:
         """Registers a task instance under ``name`` (replacing any previous one)."""
@@ -76,7 +80,7 @@ class TaskRegistry:
             if cls is None:
                 raise TaskLoadError(f"tasks.{spec.name}: no registered task {spec.task!r} (and not a "
                                     f"'module:Class' path); known: {self.names()}")
-            task = _instantiate(cls, spec.name, spec.options)
+            task = _instantiate(cls, spec.name, spec.options, self.endpoints)
             info = task.info(spec.name)
             if spec.description:
                 info = TaskInfo(**{**info.__dict__, "description": spec.description})
@@ -142,16 +146,28 @@ def _import_task_class(path: str, name: str) -> type[Task] | None:
     return cls
 
 
-def _instantiate(cls: type[Task], name: str, options: dict) -> Task:
+def _with_endpoint(cls: type[Task], name: str, options: Mapping[str, Any],
+                   endpoints: TaskEndpoints) -> Mapping[str, Any]:
+    """``options`` plus the task's default ``endpoint`` from ``endpoints`` (see ``Task.endpoint_field``);
+    an ``endpoint`` the options give (``""`` included, not null) wins."""
+    if not cls.endpoint_field or options.get("endpoint") is not None:
+        return options
+    if cls.endpoint_field not in {f.name for f in dataclasses.fields(TaskEndpoints)}:
+        raise TaskLoadError(f"task {name!r}: endpoint_field {cls.endpoint_field!r} is not a field of TaskEndpoints")
+    return {**options, "endpoint": getattr(endpoints, cls.endpoint_field)}
+
+
+def _instantiate(cls: type[Task], name: str, options: Mapping[str, Any], endpoints: TaskEndpoints) -> Task:
     try:
-        return cls(**options)
+        return cls(**_with_endpoint(cls, name, options, endpoints))
     except (TypeError, InvalidTaskOptions) as exc:
-        raise TaskLoadError(f"task {name!r}: bad options {options}: {exc}") from exc
+        raise TaskLoadError(f"task {name!r}: bad options {dict(options)}: {exc}") from exc
 
 
-def build_registry(config: RewardsConfig, extra: Iterable[type[Task]] = ()) -> TaskRegistry:
+def build_registry(config: RewardsConfig, extra: Iterable[type[Task]] = (),
+                   endpoints: TaskEndpoints | None = None) -> TaskRegistry:
     """The registry a server (and each of its workers) uses: plugins + extra classes + config."""
-    registry = TaskRegistry()
+    registry = TaskRegistry(endpoints)
     if config.load_entry_points:
         registry.load_entry_points()
     for cls in extra:

@@ -1,4 +1,5 @@
-"""The rewards configuration: task options and composite rewards, from YAML.
+"""The rewards configuration: task options and composite rewards, from YAML; and the endpoints of the
+services tasks call (:class:`TaskEndpoints`, from flags).
 
 Composite rewards are configuration, not code::
 
@@ -76,6 +77,25 @@ class RewardsConfig:
         tasks = tuple(_task_spec(n, v, source) for n, v in _mapping(data, "tasks", source).items())
         rewards = tuple(_composite_spec(n, v, source) for n, v in _mapping(data, "rewards", source).items())
         return cls(tasks=tasks, rewards=rewards)
+
+
+@dataclass(frozen=True)
+class TaskEndpoints:
+    """Where the tasks that call another service find it, when their options name no ``endpoint``.
+
+    A deployment's setting, not a task's: flags of ``reward-service serve`` (``--sandbox-endpoint``,
+    ``--rm-endpoint``, ``--prm-endpoint``), each defaulting to ``REWARD_SERVICE_<FIELD>`` for
+    containers. The registry passes a task the field its class names in ``Task.endpoint_field``;
+    ``options: {endpoint: ...}`` in the rewards config wins (``""``: none). Picklable: sent to
+    every worker with the rewards config.
+    """
+
+    sandbox_endpoint: str = field(default="", metadata={
+        "help": "host:port of a SandboxService for the code task (empty: a sandbox in this server)"})
+    rm_endpoint: str = field(default="", metadata={
+        "help": "host:port of `reward-service serve-rm` for the rm task"})
+    prm_endpoint: str = field(default="", metadata={
+        "help": "host:port of `reward-service serve-rm` with a process reward model, for the prm task"})
 
 
 def _mapping(data: Mapping[str, Any], key: str, source: str) -> Mapping[str, Any]:

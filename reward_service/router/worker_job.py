@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from reward_service.router.registry import TaskRegistry, build_registry
-from reward_service.router.rewards_config import RewardsConfig
+from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints
 from reward_service.task_api import TaskInput, TaskOutcome
 
 _registry: TaskRegistry | None = None
@@ -34,10 +34,10 @@ class ItemOutcome:
     elapsed_ms: float
 
 
-def init_worker(config: RewardsConfig) -> None:
+def init_worker(config: RewardsConfig, endpoints: TaskEndpoints | None = None) -> None:
     """Builds this process's task registry (tasks are plain objects, never pickled)."""
     global _registry
-    _registry = build_registry(config)
+    _registry = build_registry(config, endpoints=endpoints)
 
 
 def score_items(items: Sequence[ScoreItem]) -> list[ItemOutcome]:

@@ -29,8 +29,9 @@ Options (``tasks: {code: {options: {...}}}`` in the rewards config)::
     reward: binary | fraction   # 1 only when every test passes | tests passed / tests total
     backend: process | docker   # the local executor: one in the reward server, shared by every request
     endpoint: "host:port"       # a SandboxService (python -m sandbox serve) instead of a local executor;
-                                #   default $REWARD_SERVICE_SANDBOX_ENDPOINT; TLS and token from the
-                                #   REWARD_SUITE_* environment (reward_core/channel_security.py)
+                                #   default: the server's --sandbox-endpoint (REWARD_SERVICE_SANDBOX_ENDPOINT);
+                                #   TLS and token from the REWARD_SUITE_* environment
+                                #   (reward_core/channel_security.py)
     concurrency: N              # programs at once in the whole server (default: the CPUs available)
     timeout_s: 10               # wall and CPU limit of one program (all its tests)
     memory_mb: 512              # memory limit of one program
@@ -70,7 +71,6 @@ items that fail again.
 from __future__ import annotations
 
 import atexit
-import inspect
 import math
 import multiprocessing.util
 import os
@@ -97,14 +97,17 @@ from reward_core.sandbox_contract import (
     InvalidExecutionRequest,
     Limits,
 )
-from sandbox.languages import load_languages
-from sandbox.runtime.check_split import CheckCodeError, check_prompt
-from sandbox.submissions import build_request
-from sandbox.zygote_client import validate_request as check_runnable
+from sandbox import (
+    BACKENDS,
+    build_request,
+    create_executor,
+    create_remote_executor,
+    load_languages,
+    prompt_compiles,
+    validate_request,
+)
 
-ENDPOINT_ENV = "REWARD_SERVICE_SANDBOX_ENDPOINT"
 REWARDS = ("binary", "fraction")
-BACKENDS = ("process", "docker")
 
 # ```lang ... ``` at line starts; the label is the first word after the opening fence.
 FENCE_RE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -169,11 +172,7 @@ def code_prompt(reference: Mapping[str, Any], prompt: str) -> str:
 def trusted_prompt(reference: Mapping[str, Any], prompt: str) -> str:
     """The code prompt as the execution's trusted ``prompt``, or "" when it does not compile on its own."""
     prefix = code_prompt(reference, prompt)
-    try:
-        check_prompt(prefix)
-    except CheckCodeError:
-        return ""
-    return prefix
+    return prefix if prompt_compiles(prefix) else ""
 
 
 def _check_number(name: str, value: Any, *, integer: bool = False, zero_ok: bool = False) -> None:
@@ -198,8 +197,9 @@ class CodeTask(Task):
     description = ("1 if the completion's code passes every test of the reference (HumanEval check code, "
                    "stdin/stdout cases, or function-call cases), run in the sandbox; 'fraction': share passed")
     reference_fields = ("tests", "entry_point", "prompt", "cases", "style", "language")
+    endpoint_field = "sandbox_endpoint"
 
-    def __init__(self, reward: str = "binary", backend: str = "process", endpoint: str | None = None,
+    def __init__(self, reward: str = "binary", backend: str = "process", endpoint: str | None = "",
                  concurrency: int = 0, timeout_s: float = 10.0, memory_mb: int = 512, prepend_prompt: bool = True,
                  language: str = "python", languages: str | None = None, batch_size: int = 0) -> None:
         super().__init__()
@@ -207,7 +207,8 @@ class CodeTask(Task):
             raise InvalidTaskOptions(f"code option 'reward' must be one of {REWARDS}, got {reward!r}")
         if backend not in BACKENDS:
             raise InvalidTaskOptions(f"code option 'backend' must be one of {BACKENDS}, got {backend!r}")
-        if endpoint is not None and not isinstance(endpoint, str):
+        endpoint = "" if endpoint is None else endpoint
+        if not isinstance(endpoint, str):
             raise InvalidTaskOptions(f"code option 'endpoint' must be a 'host:port' string, got {endpoint!r}")
         if not isinstance(prepend_prompt, bool):
             raise InvalidTaskOptions(f"code option 'prepend_prompt' must be true or false, got {prepend_prompt!r}")
@@ -220,7 +221,7 @@ class CodeTask(Task):
         _check_number("batch_size", batch_size, integer=True, zero_ok=True)
         self.reward = reward
         self.backend = backend
-        self.endpoint = (os.environ.get(ENDPOINT_ENV, "") if endpoint is None else endpoint).strip()
+        self.endpoint = endpoint.strip()
         self.concurrency = concurrency or _default_concurrency()
         self.prepend_prompt = prepend_prompt
         self.language = language or "python"
@@ -261,7 +262,7 @@ class CodeTask(Task):
                                     style=reference.get("style"), limits=self.limits, request_id=request_id,
                                     prompt=prompt)
             if not self.endpoint:  # the local executor's own checks (a remote server checks its own)
-                check_runnable(request, self._language_table)
+                validate_request(request, self._language_table)
         except InvalidExecutionRequest as exc:
             raise InvalidReference(f"task {self.name!r}: {exc}") from None
         return request if code else None
@@ -313,7 +314,9 @@ class CodeTask(Task):
             return []
         executor = self._get_executor()
         cancel = current_cancel_token()
-        cancellable = cancel is not None and "cancel" in inspect.signature(executor.execute).parameters
+        # A local sandbox runs each program under the call's token (a cancelled call kills them); a remote one
+        # gets the whole batch in one call, which its own deadline bounds.
+        cancellable = cancel is not None and not self.endpoint
         if not cancellable:
             try:
                 return list(executor.execute_batch(requests))
@@ -361,11 +364,7 @@ class CodeTask(Task):
 
     def _create_executor(self) -> Executor:
         if self.endpoint:
-            from sandbox.remote_executor import RemoteExecutor
-
-            return RemoteExecutor(self.endpoint, call_timeout_s=max(5.0, self.time_limit_s - 5.0))
-        from sandbox.factory import create_executor
-
+            return create_remote_executor(self.endpoint, call_timeout_s=max(5.0, self.time_limit_s - 5.0))
         try:
             return create_executor(self.backend, concurrency=self.concurrency, languages=self._language_table)
         except (OSError, RuntimeError) as exc:

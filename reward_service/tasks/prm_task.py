@@ -2,14 +2,17 @@
 
 The completion is split into steps as the ``steps`` task splits it (a configured separator,
 numbered steps, or lines; :mod:`reward_service.verifiers.process.step_split`); one
-``ScoreSteps`` call per job sends the steps' texts to the reward-model server, which returns
+``ScoreSteps`` call per job (the core's :class:`~reward_core.clients.RewardModelClient`) sends the
+steps' texts to the reward-model server, which returns
 P(step is correct) for each. Each step comes back as a ``StepScore`` with its character span;
 a step the model's max length cut off is unscored (never a 0). The rollout's score aggregates
 the scored steps: ``min`` (the default: a chain is as good as its weakest step), ``mean`` or
 ``last``.
 
     tasks:
-      prm: {options: {endpoint: "prm-host:50052", aggregate: min}}   # or REWARD_SERVICE_PRM_ENDPOINT
+      prm: {options: {endpoint: "prm-host:50052", aggregate: min}}
+
+or the server's ``--prm-endpoint`` (``REWARD_SERVICE_PRM_ENDPOINT``), the default ``endpoint``.
 
 A completion with no steps is NO_ANSWER; a server failure, or every step cut off, is ERROR
 (unscored).
@@ -18,21 +21,21 @@ A completion with no steps is NO_ANSWER; a server failure, or every step cut off
 from __future__ import annotations
 
 import math
-import os
 import threading
 from typing import Any, Mapping, Sequence
 
 import grpc
 
-from reward.v1 import reward_model_pb2 as pb
-from reward.v1 import reward_model_pb2_grpc
-from reward_core.channel_config import REWARD_MODEL_SERVICE, ChannelConfig
+from reward_core.channel_config import ChannelConfig
 from reward_core.channel_security import ClientSecurity
+from reward_core.clients import RewardModelClient
 from reward_core.contract import RolloutStatus, StepScore
+from reward_core.rm_contract import RewardModelReplyError, StepScores
 from reward_service.verifiers.process import split_steps
 from reward_service.task_api import InvalidTaskOptions, Task, TaskInput, TaskOutcome
 
-ENDPOINT_ENV = "REWARD_SERVICE_PRM_ENDPOINT"
+#: The server setting that gives this task its default endpoint (flag and environment variable).
+ENDPOINT_SETTING = "--prm-endpoint (REWARD_SERVICE_PRM_ENDPOINT)"
 AGGREGATES = {"min": min, "mean": lambda xs: sum(xs) / len(xs), "last": lambda xs: xs[-1]}
 
 
@@ -48,23 +51,25 @@ class ProcessRewardModelTask(Task):
     runs_in_server = True  # one channel to the PRM for the whole server
     produces_steps = True
     batch_size = 32
+    endpoint_field = "prm_endpoint"
 
-    def __init__(self, endpoint: str | None = None, aggregate: str = "min", separator: str = "",
+    def __init__(self, endpoint: str | None = "", aggregate: str = "min", separator: str = "",
                  timeout_s: float = 30.0) -> None:
         super().__init__()
-        if endpoint is not None and not isinstance(endpoint, str):
+        endpoint = "" if endpoint is None else endpoint
+        if not isinstance(endpoint, str):
             raise InvalidTaskOptions(f"prm endpoint must be a 'host:port' string, got {endpoint!r}")
         if aggregate not in AGGREGATES:
             raise InvalidTaskOptions(f"prm aggregate must be one of {sorted(AGGREGATES)}, got {aggregate!r}")
         if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < math.inf:
             raise InvalidTaskOptions(f"prm timeout_s must be a positive number of seconds, got {timeout_s!r}")
-        self.endpoint = (os.environ.get(ENDPOINT_ENV, "") if endpoint is None else endpoint).strip()
+        self.endpoint = endpoint.strip()
         self.aggregate = aggregate
         self.separator = separator or None
         self.timeout_s = float(timeout_s)
         self.time_limit_s = self.timeout_s + 5.0
         self._lock = threading.Lock()
-        self._stub: Any = None
+        self._client: RewardModelClient | None = None
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         return self.score_batch([TaskInput(completion, reference, prompt)])[0]
@@ -72,20 +77,20 @@ class ProcessRewardModelTask(Task):
     def score_batch(self, items: Sequence[TaskInput]) -> list[TaskOutcome]:
         """One ScoreSteps call for the batch; raises ProcessRewardModelUnavailable when it fails."""
         split = [split_steps(item.completion, self.separator) for item in items]
-        request = pb.StepScoreRequest(items=[
-            pb.StepScoreItem(id=str(i), prompt=item.prompt, steps=[step.text for step in steps])
-            for i, (item, steps) in enumerate(zip(items, split)) if steps])
-        results = {}
-        if request.items:
+        asked = [i for i, steps in enumerate(split) if steps]
+        results: dict[int, StepScores] = {}
+        if asked:
             try:
-                response = self._service().ScoreSteps(request, timeout=self.timeout_s)
+                reply = self._rm().score_steps([(items[i].prompt, [step.text for step in split[i]]) for i in asked])
             except grpc.RpcError as exc:
                 raise ProcessRewardModelUnavailable(
                     f"process reward model at {self.endpoint} failed: {exc.code().name}: {exc.details()}") from None
-            results = {r.id: r for r in response.results}
-        return [self._outcome(steps, results.get(str(i))) for i, steps in enumerate(split)]
+            except RewardModelReplyError as exc:
+                raise ProcessRewardModelUnavailable(str(exc)) from None
+            results = dict(zip(asked, reply.results))
+        return [self._outcome(steps, results.get(i)) for i, steps in enumerate(split)]
 
-    def _outcome(self, steps: list, result: Any) -> TaskOutcome:
+    def _outcome(self, steps: list, result: StepScores | None) -> TaskOutcome:
         if not steps:
             return TaskOutcome.no_answer("the completion has no steps")
         if result is None or len(result.step_scores) != len(steps):
@@ -100,15 +105,16 @@ class ProcessRewardModelTask(Task):
         value = AGGREGATES[self.aggregate](values)
         return TaskOutcome(value, components={"prm": value, f"prm_{self.aggregate}": value}, steps=tuple(scored))
 
-    def _service(self) -> Any:
+    def _rm(self) -> RewardModelClient:
+        """The client, opened on first use (no channel exists before the worker pool forks)."""
         if not self.endpoint:
             raise ProcessRewardModelUnavailable(
-                f"task {self.name!r} has no endpoint: set tasks.prm.options.endpoint or {ENDPOINT_ENV} to the "
-                "host:port of a `reward-service serve-rm --checkpoint <train-prm checkpoint>` server")
+                f"task {self.name!r} has no endpoint: set tasks.prm.options.endpoint or the server's "
+                f"{ENDPOINT_SETTING} to the host:port of a `reward-service serve-rm --checkpoint "
+                "<train-prm checkpoint>` server")
         with self._lock:
-            if self._stub is None:
+            if self._client is None:
                 channel = ChannelConfig(max_attempts=3, max_backoff_s=1.0, wait_for_ready=False,
-                                        services=(REWARD_MODEL_SERVICE,),
-                                        security=ClientSecurity.from_env()).channel(self.endpoint)
-                self._stub = reward_model_pb2_grpc.RewardModelServiceStub(channel)
-            return self._stub
+                                        security=ClientSecurity.from_env())
+                self._client = RewardModelClient(self.endpoint, timeout_s=self.timeout_s, channel=channel)
+            return self._client

@@ -1,39 +1,38 @@
 """The ``rm`` task: a learned reward model's score, from a RewardModelService over gRPC.
 
-The reward server's workers call a separate reward-model server (``reward-service
-serve-rm``), one gRPC call per job of up to ``batch_size`` items, so the RM server can batch
-them with other workers' calls. Configure the endpoint per deployment::
+The reward server calls a separate reward-model server (``reward-service serve-rm``) through
+the core's client (:class:`~reward_core.clients.RewardModelClient`), one call per job of up to
+``batch_size`` items, so the RM server can batch them with other calls. Configure the endpoint
+per deployment::
 
     tasks:
       rm: {options: {endpoint: "rm-host:50052", normalize: true}}
     rewards:
       math_rm: {components: {math: 1.0, rm: 0.1}}
 
-or set ``REWARD_SERVICE_RM_ENDPOINT``. Without an endpoint, or when the RM server fails,
-each rollout is answered ERROR (unscored), never 0. TLS and the bearer token for the RM
-server come from the ``REWARD_SUITE_*`` environment (``REWARD_SUITE_AUTH_TOKEN[_FILE]``,
+or with the server's ``--rm-endpoint`` (``REWARD_SERVICE_RM_ENDPOINT``), which the registry
+passes as the default ``endpoint``. Without an endpoint, or when the RM server fails, each
+rollout is answered ERROR (unscored), never 0. TLS and the bearer token for the RM server come
+from the ``REWARD_SUITE_*`` environment (``REWARD_SUITE_AUTH_TOKEN[_FILE]``,
 ``REWARD_SUITE_TLS_CA``; see ``reward_core/channel_security.py``).
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import os
 import threading
 from typing import Any, Mapping, Sequence
 
 import grpc
 
-from reward.v1 import reward_model_pb2 as pb
-from reward.v1 import reward_model_pb2_grpc
-from reward_core.channel_config import REWARD_MODEL_SERVICE, ChannelConfig
+from reward_core.channel_config import ChannelConfig
 from reward_core.channel_security import ClientSecurity
+from reward_core.clients import RewardModelClient
+from reward_core.rm_contract import RewardModelReplyError
 from reward_service.task_api import InvalidTaskOptions, Task, TaskInput, TaskOutcome
 
-logger = logging.getLogger(__name__)
-
-ENDPOINT_ENV = "REWARD_SERVICE_RM_ENDPOINT"
+#: The server setting that gives this task its default endpoint (flag and environment variable).
+ENDPOINT_SETTING = "--rm-endpoint (REWARD_SERVICE_RM_ENDPOINT)"
 MAX_MESSAGE_MB = 64
 
 
@@ -48,22 +47,23 @@ class RewardModelTask(Task):
     runs_in_server = True  # one channel to the reward model for the whole server
     description = "learned reward model score of (prompt, completion), from a RewardModelService"
     batch_size = 64
+    endpoint_field = "rm_endpoint"
 
-    def __init__(self, endpoint: str | None = None, normalize: bool = True, timeout_s: float = 30.0) -> None:
+    def __init__(self, endpoint: str | None = "", normalize: bool = True, timeout_s: float = 30.0) -> None:
         super().__init__()
-        if endpoint is not None and not isinstance(endpoint, str):
+        endpoint = "" if endpoint is None else endpoint
+        if not isinstance(endpoint, str):
             raise InvalidTaskOptions(f"rm endpoint must be a 'host:port' string, got {endpoint!r}")
         if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < math.inf:
             raise InvalidTaskOptions(f"rm timeout_s must be a positive number of seconds, got {timeout_s!r}")
-        self.endpoint = (os.environ.get(ENDPOINT_ENV, "") if endpoint is None else endpoint).strip()
+        self.endpoint = endpoint.strip()
         if not isinstance(normalize, bool):
             raise InvalidTaskOptions(f"rm normalize must be true or false, got {normalize!r}")
         self.normalize = normalize
         self.timeout_s = float(timeout_s)
         self.time_limit_s = self.timeout_s + 5.0  # the reward server's hard limit for rm jobs
         self._lock = threading.Lock()
-        self._stub: Any = None
-        self._stub_pid = -1
+        self._client: RewardModelClient | None = None
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         return self.score_batch([TaskInput(completion, reference, prompt)])[0]
@@ -72,41 +72,35 @@ class RewardModelTask(Task):
         """One Score call for the whole batch; raises RewardModelUnavailable when it fails."""
         if not items:
             return []
-        request = pb.RewardModelRequest(items=[pb.RewardModelItem(id=str(i), prompt=item.prompt,
-                                                                  completion=item.completion)
-                                               for i, item in enumerate(items)])
         try:
-            response = self._service().Score(request, timeout=self.timeout_s)
+            reply = self._rm().score([(item.prompt, item.completion) for item in items])
         except grpc.RpcError as exc:
             raise RewardModelUnavailable(
                 f"reward model at {self.endpoint} failed: {exc.code().name}: {exc.details()}") from None
-        if [r.id for r in response.results] != [str(i) for i in range(len(items))]:
-            raise RewardModelUnavailable(f"reward model at {self.endpoint} answered {len(response.results)} "
-                                         f"results out of order or missing for {len(items)} items")
+        except RewardModelReplyError as exc:
+            raise RewardModelUnavailable(str(exc)) from None
         outcomes = []
-        for result in response.results:
+        for result in reply.results:
             value = result.normalized_score if self.normalize else result.score
             outcomes.append(TaskOutcome(score=value, components={"rm": value},
                                         detail=f"truncated to {result.num_tokens} tokens" if result.truncated else ""))
         return outcomes
 
-    def _service(self) -> Any:
-        """This process's stub: created on first use (after the worker fork), then reused."""
+    def _rm(self) -> RewardModelClient:
+        """The client, opened on first use: tasks are built before the worker pool starts, and no
+        channel may exist before it forks."""
         if not self.endpoint:
             raise RewardModelUnavailable(
-                f"task {self.name!r} has no reward-model endpoint: set tasks.rm.options.endpoint "
-                f"or {ENDPOINT_ENV} to the host:port of a `reward-service serve-rm` server")
+                f"task {self.name!r} has no reward-model endpoint: set tasks.rm.options.endpoint or the "
+                f"server's {ENDPOINT_SETTING} to the host:port of a `reward-service serve-rm` server")
         with self._lock:
-            if self._stub is None or self._stub_pid != os.getpid():
+            if self._client is None:
                 try:
-                    # The suite's channel factory: only UNAVAILABLE (a draining RM server) retried.
+                    # The core's channel factory: only UNAVAILABLE (a draining RM server) retried.
                     channel = ChannelConfig(max_message_mb=MAX_MESSAGE_MB, max_attempts=3, max_backoff_s=1.0,
-                                            wait_for_ready=False, services=(REWARD_MODEL_SERVICE,),
-                                            security=ClientSecurity.from_env()).channel(self.endpoint)
+                                            wait_for_ready=False, security=ClientSecurity.from_env())
+                    self._client = RewardModelClient(self.endpoint, timeout_s=self.timeout_s, channel=channel)
                 except (ValueError, OSError) as exc:
                     raise RewardModelUnavailable(
                         f"cannot open a channel to the reward model at {self.endpoint}: {exc}") from None
-                self._stub = reward_model_pb2_grpc.RewardModelServiceStub(channel)
-                self._stub_pid = os.getpid()
-                logger.debug("rm task: opened channel to %s in pid %d", self.endpoint, self._stub_pid)
-            return self._stub
+            return self._client

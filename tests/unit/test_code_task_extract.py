@@ -102,10 +102,16 @@ def test_a_job_gets_a_hard_limit_that_fits_its_whole_batch():
     assert CodeTask(concurrency=8).batch_size == 32
 
 
-def test_the_endpoint_defaults_to_the_environment(monkeypatch):
-    monkeypatch.setenv("REWARD_SERVICE_SANDBOX_ENDPOINT", " sandbox:50053 ")
-    assert CodeTask().endpoint == "sandbox:50053"
-    assert CodeTask(endpoint="").endpoint == ""
+def test_the_endpoint_defaults_to_the_servers_sandbox_endpoint():
+    from reward_service.router.registry import build_registry
+    from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints, TaskSpec
+
+    endpoints = TaskEndpoints(sandbox_endpoint=" sandbox:50053 ")
+    local = RewardsConfig(tasks=(TaskSpec("code_local", "code", {"endpoint": ""}),))
+    registry = build_registry(local, endpoints=endpoints)
+    assert registry.get("code").endpoint == "sandbox:50053"
+    assert registry.get("code_local").endpoint == ""
+    assert CodeTask().endpoint == ""
 
 
 def test_a_reference_without_tests_is_invalid():
@@ -193,7 +199,7 @@ class CannedExecutor:
     def __init__(self, verdict: ex.Verdict) -> None:
         self.verdict = verdict
 
-    def execute(self, request):
+    def execute(self, request, cancel=None):
         return ex.ExecutionResult(id=request.id, verdict=self.verdict, error="zygote died")
 
     def execute_batch(self, requests):

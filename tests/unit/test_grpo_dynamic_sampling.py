@@ -12,7 +12,7 @@ from trainer_client.train.collect import collect_step
 from trainer_client.train.grpo_config import GrpoConfig, SamplingConfig
 from trainer_client.train.reward_overlap import ScoringJob
 from trainer_client.train.rollouts import PromptRow, PromptSampler
-from trainer_client.reward_batching import GroupResult
+from reward_core.clients import GroupResult
 
 
 class FakeScorer:

@@ -40,7 +40,7 @@ def test_the_extras_carry_the_heavy_parts():
 def test_serving_and_the_client_import_nothing_heavy():
     modules = ("reward_service.cli", "reward_service.router.server", "reward_service.tasks.code_task",
                "reward_service.tasks.rm_task", "reward_service.tasks.math_task", "sandbox.server", "sandbox.cli",
-               "trainer_client", "trainer_client.reward_client", "reward_service.http_door.server")
+               "trainer_client", "reward_core.clients", "reward_service.http_door.server")
     code = ("import sys\n" + "".join(f"import {m}\n" for m in modules)
             + f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")

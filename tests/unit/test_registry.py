@@ -79,3 +79,27 @@ def test_missing_required_reference_field_is_invalid_reference():
 
     with pytest.raises(InvalidReference, match="answer"):
         Needs().check_reference({})
+
+
+def test_tasks_that_call_a_service_take_the_servers_endpoints_unless_their_options_name_one():
+    from reward_service.router.rewards_config import TaskEndpoints, TaskSpec
+
+    endpoints = TaskEndpoints(sandbox_endpoint="sandbox:50053", rm_endpoint="rm:50052", prm_endpoint="prm:50052")
+    config = RewardsConfig(tasks=(TaskSpec("rm_other", "rm", {"endpoint": "other:1"}),
+                                  TaskSpec("rm_none", "rm", {"endpoint": ""}),
+                                  TaskSpec("rm_null", "rm", {"endpoint": None})))
+    registry = build_registry(config, endpoints=endpoints)
+    assert [registry.get(n).endpoint for n in ("code", "rm", "prm")] == ["sandbox:50053", "rm:50052", "prm:50052"]
+    assert [registry.get(n).endpoint for n in ("rm_other", "rm_none", "rm_null")] == ["other:1", "", "rm:50052"]
+    assert build_registry(RewardsConfig()).get("rm").endpoint == ""  # no server setting: no endpoint
+
+
+def test_the_serve_command_reads_the_endpoints_from_the_variables_containers_set(monkeypatch):
+    from reward_service.cli import _server_config, build_parser
+
+    monkeypatch.setenv("REWARD_SERVICE_SANDBOX_ENDPOINT", "dns:///sandbox:50053")  # docker-compose.yml, deploy/k8s
+    monkeypatch.setenv("REWARD_SERVICE_RM_ENDPOINT", "dns:///rm:50052")
+    monkeypatch.setenv("REWARD_SERVICE_PRM_ENDPOINT", "prm:50052")
+    endpoints = _server_config(build_parser().parse_args(["serve"])).scorer.endpoints
+    assert (endpoints.sandbox_endpoint, endpoints.rm_endpoint, endpoints.prm_endpoint) == (
+        "dns:///sandbox:50053", "dns:///rm:50052", "prm:50052")

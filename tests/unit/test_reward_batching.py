@@ -3,7 +3,7 @@
 import pytest
 
 from reward_core.contract import Rollout, RolloutResult, RolloutStatus, ScoreBatchResult
-from trainer_client.reward_batching import as_groups, as_rollouts, merge_batches, plan_chunks
+from reward_core.clients.batching import as_groups, as_rollouts, merge_batches, plan_chunks
 
 
 def rollouts(n, group_size=0):

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import torch
 
-from trainer_client.reward_batching import GroupResult
+from reward_core.clients import GroupResult
 
 
 def _prefix_decode_ends(tokenizer: Any, ids: Sequence[int]) -> list[int]:

@@ -1,4 +1,4 @@
-"""Pure helpers for clients: normalize rollouts, split batches into chunks, merge results."""
+"""Pure helpers of the reward clients: normalize rollouts, split batches into chunks, merge results."""
 
 from __future__ import annotations
 

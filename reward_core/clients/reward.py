@@ -1,4 +1,4 @@
-"""Clients for the reward service: ``RewardClient`` (blocking) and ``AsyncRewardClient`` (asyncio).
+"""Clients of the reward service: ``RewardClient`` (blocking) and ``AsyncRewardClient`` (asyncio).
 
 Any trainer can use them::
 
@@ -9,13 +9,15 @@ Any trainer can use them::
 
 Every call carries a deadline (``timeout_s``); large batches are split into
 chunks (never splitting a group); results come back in input order; only
-UNAVAILABLE is retried, by gRPC's own retry policy (see channel_config.py). Rollouts a
+UNAVAILABLE is retried, by gRPC's own retry policy (see reward_core/channel_config.py). Rollouts a
 server handed back unverified while shutting down (status UNAVAILABLE, per rollout) are
 sent again, up to the channel's ``max_attempts`` (to any replica). Every call names its
 client (``client_id``, default host and pid): servers queue and limit work per client.
 For many replicas use a ``dns:///name:port`` target (round-robin over its addresses).
 TLS and a bearer token: ``ChannelConfig(security=ClientSecurity(auth_token=..., tls_ca=...))``,
 or the ``REWARD_SUITE_AUTH_TOKEN`` / ``REWARD_SUITE_TLS_CA`` environment variables.
+A front end that relays requests as they are (the HTTP door) uses ``score_once``: one Score
+call, no chunking and no resending.
 """
 
 from __future__ import annotations
@@ -32,10 +34,9 @@ import grpc
 from reward.v1 import reward_pb2 as pb
 from reward.v1 import reward_pb2_grpc
 from reward_core import convert
-from reward_core.contract import RolloutResult, ScoreBatchResult, TaskInfo, group_stats
-from reward_core.grpc_common import CLIENT_ID_METADATA_KEY
-from reward_core.channel_config import ChannelConfig
-from trainer_client.reward_batching import (
+from reward_core.channel_config import SERVICE, ChannelConfig
+from reward_core.clients import connection
+from reward_core.clients.batching import (
     GroupResult,
     RolloutLike,
     as_groups,
@@ -44,6 +45,7 @@ from trainer_client.reward_batching import (
     plan_chunks,
     split_groups,
 )
+from reward_core.contract import Rollout, RolloutResult, ScoreBatchResult, TaskInfo, group_stats
 
 __all__ = ["RewardClient", "AsyncRewardClient", "GroupResult"]
 
@@ -78,12 +80,12 @@ class _ClientBase:
         self.timeout_s = timeout_s
         self.chunk_size = chunk_size
         self.item_timeout_s = item_timeout_s
-        self.channel_config = channel or ChannelConfig()
+        self.channel_config = connection.channel_for(SERVICE, channel)
         # Leave headroom under the message limit for protobuf framing.
         self._max_chunk_bytes = self.channel_config.max_message_mb * 1024 * 1024 // 2
         self._ids = itertools.count()
         self.client_id = client_id or default_client_id()
-        self._metadata = ((CLIENT_ID_METADATA_KEY, self.client_id),)
+        self._metadata = connection.call_metadata(self.client_id)
 
     def _requests(self, rollouts: Sequence[RolloutLike], request_id: str) -> list[pb.ScoreRequest]:
         chunks = plan_chunks(as_rollouts(rollouts), self.chunk_size, self._max_chunk_bytes)
@@ -95,6 +97,11 @@ class _ClientBase:
 
     def _stream_request(self, rollouts: Sequence[RolloutLike]) -> pb.ScoreRequest:
         return convert.score_request_to_proto(as_rollouts(rollouts), self._new_id(), self.item_timeout_s)
+
+    def _once_request(self, rollouts: Sequence[Rollout], request_id: str,
+                      item_timeout_s: float | None) -> pb.ScoreRequest:
+        timeout = self.item_timeout_s if item_timeout_s is None else item_timeout_s
+        return convert.score_request_to_proto(rollouts, request_id or self._new_id(), timeout)
 
 
 class RewardClient(_ClientBase):
@@ -146,9 +153,25 @@ class RewardClient(_ClientBase):
         for response in responses:
             yield convert.batch_from_proto(response)
 
+    def score_once(self, rollouts: Sequence[Rollout], request_id: str = "",
+                   item_timeout_s: float | None = None) -> ScoreBatchResult:
+        """Exactly one Score call with ``rollouts`` as they are: no chunking, no duplicate-id check
+        (the server answers INVALID_ARGUMENT), no resending of rollouts handed back unverified.
+
+        For front ends that relay a request; ``item_timeout_s`` None: the client's. Raises
+        ``grpc.RpcError`` when the call fails.
+        """
+        request = self._once_request(rollouts, request_id, item_timeout_s)
+        return convert.batch_from_proto(self._stub.Score(request, timeout=self.timeout_s, metadata=self._metadata))
+
     def list_tasks(self) -> list[TaskInfo]:
+        """The server's tasks and composite rewards."""
         response = self._stub.ListTasks(pb.ListTasksRequest(), timeout=self.timeout_s, metadata=self._metadata)
         return [convert.task_info_from_proto(t) for t in response.tasks]
+
+    def serving(self, timeout_s: float = 5.0) -> bool:
+        """Whether the server answers the standard health check SERVING (False when unreachable)."""
+        return connection.serving(self._channel, timeout_s)
 
     def close(self) -> None:
         self._channel.close()
@@ -210,9 +233,20 @@ class AsyncRewardClient(_ClientBase):
         async for response in call:
             yield convert.batch_from_proto(response)
 
+    async def score_once(self, rollouts: Sequence[Rollout], request_id: str = "",
+                         item_timeout_s: float | None = None) -> ScoreBatchResult:
+        """Async counterpart of RewardClient.score_once (not bounded by ``max_concurrency``)."""
+        request = self._once_request(rollouts, request_id, item_timeout_s)
+        return convert.batch_from_proto(await self._stub.Score(request, timeout=self.timeout_s,
+                                                               metadata=self._metadata))
+
     async def list_tasks(self) -> list[TaskInfo]:
         response = await self._stub.ListTasks(pb.ListTasksRequest(), timeout=self.timeout_s, metadata=self._metadata)
         return [convert.task_info_from_proto(t) for t in response.tasks]
+
+    async def serving(self, timeout_s: float = 5.0) -> bool:
+        """Async counterpart of RewardClient.serving."""
+        return await connection.aio_serving(self._channel, timeout_s)
 
     async def close(self) -> None:
         await self._channel.close()

@@ -1,0 +1,29 @@
+"""One client per service of the suite, each blocking and asyncio, needing only the core.
+
+* the reward service (``reward-service serve``): :class:`RewardClient`, :class:`AsyncRewardClient`
+  (:mod:`reward_core.clients.reward`);
+* the reward-model service (``reward-service serve-rm``): :class:`RewardModelClient`,
+  :class:`AsyncRewardModelClient` (:mod:`reward_core.clients.reward_model`);
+* the sandbox service (``python -m sandbox serve``): :class:`SandboxClient`,
+  :class:`AsyncSandboxClient` (:mod:`reward_core.clients.sandbox`).
+
+Each opens one channel with the core's factory (:class:`~reward_core.channel_config.ChannelConfig`:
+retries of UNAVAILABLE by gRPC's own retry policy, keepalive, message sizes, TLS and token) and
+speaks the core's dataclasses; only these modules touch the generated stubs.
+"""
+
+from reward_core.clients.batching import GroupResult
+from reward_core.clients.reward import AsyncRewardClient, RewardClient
+from reward_core.clients.reward_model import AsyncRewardModelClient, RewardModelClient
+from reward_core.clients.sandbox import AsyncSandboxClient, SandboxClient, SandboxReplyError
+
+__all__ = [
+    "AsyncRewardClient",
+    "AsyncRewardModelClient",
+    "AsyncSandboxClient",
+    "GroupResult",
+    "RewardClient",
+    "RewardModelClient",
+    "SandboxClient",
+    "SandboxReplyError",
+]

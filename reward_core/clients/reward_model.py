@@ -1,0 +1,180 @@
+"""Clients of the reward-model service (``reward-service serve-rm``): ``RewardModelClient``
+(blocking) and ``AsyncRewardModelClient`` (asyncio).
+
+    with RewardModelClient("rm-host:50052", timeout_s=30) as rm:
+        reply = rm.score([("What is 2+2?", "4"), ("What is 2+2?", "5")])
+        rewards = [r.normalized_score for r in reply.results]       # request order
+        steps = rm.score_steps([("What is 2+2?", ["2+2 = 4.", "The answer is 4."])])   # a PRM server
+
+Answers are the dataclasses of :mod:`reward_core.rm_contract`. Items travel with positional
+ids; an answer whose results are missing or out of order raises
+:class:`~reward_core.rm_contract.RewardModelReplyError`. A failed call raises ``grpc.RpcError``
+(UNAVAILABLE while loading or draining, INVALID_ARGUMENT for too many items, FAILED_PRECONDITION
+for ``score`` on a PRM server or ``score_steps`` on a Bradley-Terry one); UNAVAILABLE is retried
+by the channel's own retry policy (``ChannelConfig``), up to ``max_attempts``.
+The server merges concurrent calls into batches, so small calls cost little.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from reward.v1 import reward_model_pb2 as pb
+from reward.v1 import reward_model_pb2_grpc
+from reward_core.channel_config import REWARD_MODEL_SERVICE, ChannelConfig
+from reward_core.clients import connection
+from reward_core.rm_contract import (
+    PairScore,
+    ReloadReply,
+    RewardModelInfo,
+    RewardModelReplyError,
+    ScoreReply,
+    ScoreStepsReply,
+    StepScores,
+)
+
+__all__ = ["AsyncRewardModelClient", "RewardModelClient"]
+
+#: (prompt, completion)
+Pair = tuple[str, str]
+#: (prompt, the completion's steps in order)
+StepsItem = tuple[str, Sequence[str]]
+
+
+def _score_request(pairs: Sequence[Pair]) -> pb.RewardModelRequest:
+    return pb.RewardModelRequest(items=[pb.RewardModelItem(id=str(i), prompt=prompt, completion=completion)
+                                        for i, (prompt, completion) in enumerate(pairs)])
+
+
+def _steps_request(items: Sequence[StepsItem]) -> pb.StepScoreRequest:
+    return pb.StepScoreRequest(items=[pb.StepScoreItem(id=str(i), prompt=prompt, steps=list(steps))
+                                      for i, (prompt, steps) in enumerate(items)])
+
+
+def _check_order(endpoint: str, ids: Sequence[str], sent: int) -> None:
+    if list(ids) != [str(i) for i in range(sent)]:
+        raise RewardModelReplyError(f"reward model at {endpoint} answered {len(ids)} results out of order or "
+                                    f"missing for {sent} items")
+
+
+def _score_reply(endpoint: str, msg: pb.RewardModelResponse, sent: int) -> ScoreReply:
+    _check_order(endpoint, [r.id for r in msg.results], sent)
+    return ScoreReply(tuple(PairScore(r.score, r.normalized_score, r.truncated, r.num_tokens) for r in msg.results),
+                      msg.checkpoint)
+
+
+def _steps_reply(endpoint: str, msg: pb.StepScoreResponse, sent: int) -> ScoreStepsReply:
+    _check_order(endpoint, [r.id for r in msg.results], sent)
+    return ScoreStepsReply(tuple(StepScores(tuple(r.step_scores), tuple(r.scored), r.num_tokens) for r in msg.results),
+                           msg.checkpoint)
+
+
+def _info_reply(msg: pb.InfoResponse) -> RewardModelInfo:
+    return RewardModelInfo(msg.checkpoint, msg.max_length, msg.truncation, msg.device, msg.dtype, msg.reward_mean,
+                           msg.reward_std, msg.max_batch_tokens, msg.max_wait_ms)
+
+
+def _reload_reply(msg: pb.ReloadResponse) -> ReloadReply:
+    return ReloadReply(msg.checkpoint, msg.previous_checkpoint, msg.load_seconds)
+
+
+class _Base:
+    def __init__(self, endpoint: str, timeout_s: float, channel: ChannelConfig | None, client_id: str) -> None:
+        if not endpoint:
+            raise ValueError("endpoint is empty: give the host:port of a `reward-service serve-rm` server")
+        self.endpoint = endpoint
+        self.timeout_s = connection.check_timeout(timeout_s)
+        self.channel_config = connection.channel_for(REWARD_MODEL_SERVICE, channel)
+        self.client_id = client_id
+        self._metadata = connection.call_metadata(client_id)
+
+    def _deadline(self, timeout_s: float | None) -> float:
+        return self.timeout_s if timeout_s is None else connection.check_timeout(timeout_s)
+
+
+class RewardModelClient(_Base):
+    """Blocking client of a RewardModelService. Thread-safe; ``close()`` closes its channel.
+
+    ``timeout_s`` is every call's deadline (``reload`` may take its own); ``client_id``, when
+    given, names the caller in each call's metadata.
+    """
+
+    def __init__(self, endpoint: str, *, timeout_s: float = 30.0, channel: ChannelConfig | None = None,
+                 client_id: str = "") -> None:
+        super().__init__(endpoint, timeout_s, channel, client_id)
+        self._channel = self.channel_config.channel(endpoint)
+        self._stub = reward_model_pb2_grpc.RewardModelServiceStub(self._channel)
+
+    def score(self, pairs: Sequence[Pair]) -> ScoreReply:
+        """The reward model's score of each (prompt, completion) pair, in order."""
+        reply = self._stub.Score(_score_request(pairs), timeout=self.timeout_s, metadata=self._metadata)
+        return _score_reply(self.endpoint, reply, len(pairs))
+
+    def score_steps(self, items: Sequence[StepsItem]) -> ScoreStepsReply:
+        """A process reward model's P(step is correct) for each step of each (prompt, steps) item."""
+        reply = self._stub.ScoreSteps(_steps_request(items), timeout=self.timeout_s, metadata=self._metadata)
+        return _steps_reply(self.endpoint, reply, len(items))
+
+    def info(self) -> RewardModelInfo:
+        """The checkpoint being served and the server's settings."""
+        return _info_reply(self._stub.Info(pb.InfoRequest(), timeout=self.timeout_s, metadata=self._metadata))
+
+    def reload(self, checkpoint_path: str, timeout_s: float | None = None) -> ReloadReply:
+        """Loads another checkpoint (a path on the server) without a restart; ``timeout_s`` None: the client's."""
+        reply = self._stub.Reload(pb.ReloadRequest(checkpoint_path=checkpoint_path), timeout=self._deadline(timeout_s),
+                                  metadata=self._metadata)
+        return _reload_reply(reply)
+
+    def serving(self, timeout_s: float = connection.HEALTH_TIMEOUT_S) -> bool:
+        """Whether the server answers the standard health check SERVING (False when unreachable)."""
+        return connection.serving(self._channel, timeout_s)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "RewardModelClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncRewardModelClient(_Base):
+    """asyncio client of a RewardModelService: the methods of :class:`RewardModelClient`, awaitable.
+
+    Create it inside the event loop that uses it.
+    """
+
+    def __init__(self, endpoint: str, *, timeout_s: float = 30.0, channel: ChannelConfig | None = None,
+                 client_id: str = "") -> None:
+        super().__init__(endpoint, timeout_s, channel, client_id)
+        self._channel = self.channel_config.aio_channel(endpoint)
+        self._stub = reward_model_pb2_grpc.RewardModelServiceStub(self._channel)
+
+    async def score(self, pairs: Sequence[Pair]) -> ScoreReply:
+        reply = await self._stub.Score(_score_request(pairs), timeout=self.timeout_s, metadata=self._metadata)
+        return _score_reply(self.endpoint, reply, len(pairs))
+
+    async def score_steps(self, items: Sequence[StepsItem]) -> ScoreStepsReply:
+        reply = await self._stub.ScoreSteps(_steps_request(items), timeout=self.timeout_s, metadata=self._metadata)
+        return _steps_reply(self.endpoint, reply, len(items))
+
+    async def info(self) -> RewardModelInfo:
+        return _info_reply(await self._stub.Info(pb.InfoRequest(), timeout=self.timeout_s, metadata=self._metadata))
+
+    async def reload(self, checkpoint_path: str, timeout_s: float | None = None) -> ReloadReply:
+        reply = await self._stub.Reload(pb.ReloadRequest(checkpoint_path=checkpoint_path),
+                                        timeout=self._deadline(timeout_s), metadata=self._metadata)
+        return _reload_reply(reply)
+
+    async def serving(self, timeout_s: float = connection.HEALTH_TIMEOUT_S) -> bool:
+        return await connection.aio_serving(self._channel, timeout_s)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def __aenter__(self) -> "AsyncRewardModelClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
