@@ -74,7 +74,7 @@ def run_trl(args: argparse.Namespace, data: Path, out: Path) -> dict:
     # Score held-out pairs as TRL trained them: same ids, no token_type_ids.
     chosen = [e._replace(token_type_ids=None) for e in test.chosen]
     rejected = [e._replace(token_type_ids=None) for e in test.rejected]
-    rewards = score_all(trainer.model, tokenizer, chosen + rejected, 128, torch.device("cpu"), "fp32")
+    rewards = score_all(trainer.model, tokenizer, chosen + rejected, 128, torch.device("cpu"), "float32")
     n = len(chosen)
     accuracy = pairwise_accuracy(rewards[:n], rewards[n:])
     trainer.save_model(str(out / "trl"))

@@ -40,8 +40,9 @@ from reward_core.server_security import add_server_security_flags, server_securi
 logger = logging.getLogger(__name__)
 ENV_PREFIX = "REWARD_SERVICE_"
 SCORE_CHUNK = 256
-NESTED_FIELDS = ("rewards", "security")  # config sections with flags of their own
-SCORE_POOL_FIELDS = ("workers", "item_timeout_s", "memory_limit_mb")  # in-process scoring's pool
+NO_FLAGS = ("scorer.rewards", "security")  # set another way: the --config file, the security flags
+SCORE_FIELDS = ("scorer.workers", "scorer.item_timeout_s", "scorer.memory_limit_mb",  # in-process scoring
+                "scorer.endpoints")
 
 
 def _rewards(path: str | None) -> RewardsConfig:
@@ -50,7 +51,8 @@ def _rewards(path: str | None) -> RewardsConfig:
 
 def _server_config(args: argparse.Namespace) -> ServerConfig:
     """The ServerConfig of the ServerConfig flags this command has (the rest keep their defaults)."""
-    return ServerConfig(**dataclass_values(args, ServerConfig, skip=NESTED_FIELDS), rewards=_rewards(args.config))
+    return ServerConfig(**dataclass_values(args, ServerConfig, skip=NO_FLAGS,
+                                           given={"scorer.rewards": _rewards(args.config)}))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -61,16 +63,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_http(args: argparse.Namespace) -> int:
-    from reward_service.http_door.server import HttpServerConfig, serve_http
+    from reward_service.http_door.server import UPSTREAM_RUNTIME_FIELDS, HttpServerConfig, serve_http
 
-    serve_http(HttpServerConfig(**dataclass_values(args, HttpServerConfig)), server_security_from_args(args))
+    config = HttpServerConfig(**dataclass_values(args, HttpServerConfig, skip=UPSTREAM_RUNTIME_FIELDS))
+    serve_http(config, server_security_from_args(args))
     return 0
 
 
 def cmd_serve_rm(args: argparse.Namespace) -> int:
     from reward_service.rm.rm_server import serve_rm
 
-    values = dataclass_values(args, RewardModelServerConfig, skip=NESTED_FIELDS)
+    values = dataclass_values(args, RewardModelServerConfig, skip=("security",))
     serve_rm(RewardModelServerConfig(**values, security=server_security_from_args(args)))
     return 0
 
@@ -78,7 +81,7 @@ def cmd_serve_rm(args: argparse.Namespace) -> int:
 def _score_in_process(rollouts: list[Rollout], args: argparse.Namespace, bar: tqdm):
     from reward_service.router.scoring import Scorer
 
-    config = _server_config(args).scorer_config()
+    config = _server_config(args).scorer
     with Scorer(config) as scorer:
         for start in range(0, len(rollouts), SCORE_CHUNK):
             chunk = rollouts[start:start + SCORE_CHUNK]
@@ -88,7 +91,7 @@ def _score_in_process(rollouts: list[Rollout], args: argparse.Namespace, bar: tq
 
 def _score_remote(rollouts: list[Rollout], args: argparse.Namespace, bar: tqdm):
     from reward_core.channel_config import ChannelConfig
-    from trainer_client.reward_client import RewardClient
+    from reward_core.clients import RewardClient
 
     channel = ChannelConfig(security=client_security_from_args(args))
     with RewardClient(args.endpoint, timeout_s=args.call_timeout, channel=channel) as client:
@@ -131,22 +134,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the gRPC reward server")
-    add_dataclass_flags(serve, ServerConfig, ENV_PREFIX, skip=NESTED_FIELDS)
+    add_dataclass_flags(serve, ServerConfig, ENV_PREFIX, skip=NO_FLAGS)
     add_server_security_flags(serve)
     serve.add_argument("--config", default=os.environ.get(ENV_PREFIX + "CONFIG"),
                        help="rewards YAML: task options and composite rewards")
     serve.set_defaults(func=cmd_serve)
 
     serve_rm = sub.add_parser("serve-rm", help="run the gRPC reward-model server (dynamic batching)")
-    add_dataclass_flags(serve_rm, RewardModelServerConfig, ENV_PREFIX, skip=NESTED_FIELDS)
+    add_dataclass_flags(serve_rm, RewardModelServerConfig, ENV_PREFIX, skip=("security",))
     add_server_security_flags(serve_rm)
     serve_rm.set_defaults(func=cmd_serve_rm)
 
-    from reward_service.http_door.server import HttpServerConfig  # imports no ASGI stack
+    from reward_service.http_door.server import UPSTREAM_RUNTIME_FIELDS, HttpServerConfig  # imports no ASGI stack
 
     serve_http = sub.add_parser("serve-http", help="run the HTTP front door (OpenRLHF, slime, NeMo Gym, "
                                                    "SandboxFusion, /classify, JSON) onto the gRPC servers")
-    add_dataclass_flags(serve_http, HttpServerConfig, ENV_PREFIX)
+    add_dataclass_flags(serve_http, HttpServerConfig, ENV_PREFIX, skip=UPSTREAM_RUNTIME_FIELDS)
     add_server_security_flags(serve_http)
     serve_http.set_defaults(func=cmd_serve_http)
 
@@ -158,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--config", help="rewards YAML (in-process scoring)")
     score.add_argument("--call-timeout", type=float, default=600.0, help="deadline per call to --endpoint")
     score.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_dataclass_flags(score, ServerConfig, ENV_PREFIX, only=SCORE_POOL_FIELDS)
+    add_dataclass_flags(score, ServerConfig, ENV_PREFIX, only=SCORE_FIELDS)
     add_client_security_flags(score)
     score.set_defaults(func=cmd_score)
 

@@ -37,7 +37,8 @@ ENV_PREFIX = "SANDBOX_"
 
 
 def _add_server_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per SandboxServerConfig field (the suite's one builder), environment defaults ``SANDBOX_<FIELD>``."""
+    """One flag per SandboxServerConfig field, its limits' included (the suite's one builder), environment
+    defaults ``SANDBOX_<FIELD>``."""
     add_dataclass_flags(parser, SandboxServerConfig, ENV_PREFIX, skip=("security",))
     add_server_security_flags(parser)
 

@@ -1,6 +1,6 @@
 """What one call to the sandbox server may ask for, and the checks that refuse the rest by name.
 
-Every cap is a server flag (``SandboxServerConfig``, ``python -m sandbox serve --max-...``,
+Every cap is a server flag (``SandboxServerConfig.limits``, ``python -m sandbox serve --max-...``,
 ``SANDBOX_MAX_...``). A request above a cap is refused as a whole with INVALID_ARGUMENT,
 and the message names the limit, the value asked, the cap and the flag that raises it::
 
@@ -13,7 +13,7 @@ error of the call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import grpc
@@ -21,7 +21,7 @@ import grpc
 from reward.v1 import sandbox_pb2 as pb
 from reward_core.grpc_common import DEFAULT_MAX_CALL_S, RequestRejected
 from reward_core import sandbox_convert as convert
-from reward_core.sandbox_contract import ExecutionRequest, InvalidExecutionRequest, TestStyle
+from reward_core.sandbox_contract import ExecutionRequest, InvalidExecutionRequest, Limits, TestStyle
 from sandbox.languages import Language
 from sandbox.runtime.check_split import count_cases
 from sandbox.zygote_client import validate_request as check_runnable
@@ -29,18 +29,39 @@ from sandbox.zygote_client import validate_request as check_runnable
 
 @dataclass(frozen=True)
 class RequestLimits:
-    """What one call may ask for (the server's caps; see SandboxServerConfig for each flag)."""
+    """What one call may ask for: the server's caps, each a flag of ``python -m sandbox serve``."""
 
-    max_batch: int = 1024               # programs per ExecuteBatch call
-    max_queue: int = 10_000             # programs queued or running, over all calls
-    max_wall_s: float = 60.0            # cap on wall_s and cpu_s
-    max_compile_s: float = 120.0        # cap on compile_wall_s
-    max_memory_mb: int = 1024           # cap on memory_mb and scratch_mb
-    max_processes: int = 64             # cap on max_processes (processes and threads of one execution)
-    max_output_bytes: int = 1 << 20     # cap on output_bytes (captured stdout, and stderr, each)
-    max_code_bytes: int = 1 << 20       # cap on the UTF-8 size of code, and of check_code + prompt
-    max_cases: int = 1024               # cap on the test cases of one program
-    max_call_s: float = DEFAULT_MAX_CALL_S  # longest a call waits for its programs
+    max_batch: int = field(default=1024, metadata={"help": "programs per ExecuteBatch call; more: INVALID_ARGUMENT"})
+    max_queue: int = field(default=10_000, metadata={"help": "programs queued or running before RESOURCE_EXHAUSTED"})
+    max_wall_s: float = field(default=60.0, metadata={"help": "largest wall/CPU limit a request may ask"})
+    max_compile_s: float = field(default=120.0, metadata={"help": "largest compile limit a request may ask"})
+    max_memory_mb: int = field(default=1024, metadata={"help": "largest memory/scratch limit (MB) a request may ask"})
+    max_processes: int = field(default=64, metadata={
+        "help": "largest max_processes (processes and threads of one execution) a request may ask"})
+    max_output_bytes: int = field(default=1 << 20, metadata={
+        "help": "largest output_bytes (captured stdout, and stderr, each; more is an OUTPUT_LIMIT verdict) a "
+                "request may ask"})
+    max_code_bytes: int = field(default=1 << 20, metadata={
+        "help": "largest program source (UTF-8 bytes), and check code + prompt, a request may send"})
+    max_cases: int = field(default=1024, metadata={"help": "most test cases one program may have"})
+    max_call_s: float = field(default=DEFAULT_MAX_CALL_S, metadata={
+        "help": "longest a call waits for its programs, with or without a client deadline; then DEADLINE_EXCEEDED"})
+
+    def __post_init__(self) -> None:
+        if min(self.max_batch, self.max_queue, self.max_memory_mb, self.max_processes, self.max_output_bytes,
+               self.max_code_bytes, self.max_cases) < 1:
+            raise ValueError("max_batch, max_queue, max_memory_mb, max_processes, max_output_bytes, "
+                             "max_code_bytes and max_cases must be >= 1")
+        if not self.max_call_s > 0:
+            raise ValueError(f"max_call_s must be > 0 seconds, got {self.max_call_s}")
+        defaults = Limits()  # a request that leaves its limits unset gets these: the caps must allow them
+        for cap, value, name in ((self.max_wall_s, max(defaults.wall_s, defaults.cpu_s), "max_wall_s"),
+                                 (self.max_compile_s, defaults.compile_wall_s, "max_compile_s"),
+                                 (self.max_memory_mb, max(defaults.memory_mb, defaults.scratch_mb), "max_memory_mb"),
+                                 (self.max_processes, defaults.max_processes, "max_processes"),
+                                 (self.max_output_bytes, defaults.output_bytes, "max_output_bytes")):
+            if not cap >= value:
+                raise ValueError(f"{name} must be at least the default limit {value:g}, got {cap:g}")
 
 
 def _over(name: str, value: float, cap: float, unit: str, flag: str) -> InvalidExecutionRequest:

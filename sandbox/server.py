@@ -28,11 +28,12 @@ import threading
 from dataclasses import asdict, dataclass, field
 
 from reward.v1 import sandbox_pb2
-from reward_core.grpc_common import DEFAULT_MAX_CALL_S, DEFAULT_MAX_CONNECTION_AGE_S, server_options
+from reward_core.config_flags import nested
+from reward_core.grpc_common import DEFAULT_MAX_CONNECTION_AGE_S, server_options
 from reward_core.metrics_http import MetricsEndpoint
 from reward_core.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from reward_core.server_shell import AioServerShell
-from reward_core.sandbox_contract import Executor, Limits
+from reward_core.sandbox_contract import Executor
 from sandbox.languages import Language, load_languages
 from sandbox.request_limits import RequestLimits
 from sandbox.servicer import SandboxServicer
@@ -61,25 +62,11 @@ class SandboxServerConfig:
     backend: str = field(default="process", metadata={"help": "process (bwrap sandboxes) or docker (containers)"})
     workers: int = field(default=0, metadata={"help": "programs run at once (sandbox slots); 0: the CPUs available"})
     languages: str = field(default="", metadata={"help": "YAML file of extra languages (see sandbox/languages.py)"})
-    max_batch: int = field(default=1024, metadata={"help": "programs per ExecuteBatch call; more: INVALID_ARGUMENT"})
-    max_queue: int = field(default=10_000, metadata={"help": "programs queued or running before RESOURCE_EXHAUSTED"})
-    max_wall_s: float = field(default=60.0, metadata={"help": "largest wall/CPU limit a request may ask"})
-    max_compile_s: float = field(default=120.0, metadata={"help": "largest compile limit a request may ask"})
-    max_memory_mb: int = field(default=1024, metadata={"help": "largest memory/scratch limit (MB) a request may ask"})
-    max_processes: int = field(default=64, metadata={
-        "help": "largest max_processes (processes and threads of one execution) a request may ask"})
-    max_output_bytes: int = field(default=1 << 20, metadata={
-        "help": "largest output_bytes (captured stdout, and stderr, each; more is an OUTPUT_LIMIT verdict) a "
-                "request may ask"})
-    max_code_bytes: int = field(default=1 << 20, metadata={
-        "help": "largest program source (UTF-8 bytes), and check code + prompt, a request may send"})
-    max_cases: int = field(default=1024, metadata={"help": "most test cases one program may have"})
+    limits: RequestLimits = nested(RequestLimits)  # the caps on what a call may ask: --max-batch, ...
     max_message_mb: int = field(default=64, metadata={"help": "largest request/response message"})
     max_connection_age_s: float = field(default=DEFAULT_MAX_CONNECTION_AGE_S, metadata={
         "help": "clients reconnect (re-resolving DNS) after this long, so new replicas get traffic (0: never)"})
     grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
-    max_call_s: float = field(default=DEFAULT_MAX_CALL_S, metadata={
-        "help": "longest a call waits for its programs, with or without a client deadline; then DEADLINE_EXCEEDED"})
     metrics_port: int = field(default=0, metadata={"help": "Prometheus /metrics port (0: off)"})
     metrics_host: str = field(default="", metadata={"help": "address /metrics binds (empty: the --host)"})
     security: ServerSecurityConfig = field(default_factory=ServerSecurityConfig)
@@ -91,40 +78,21 @@ class SandboxServerConfig:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         if self.workers < 0:
             raise ValueError(f"workers must be >= 0 (0: one per available CPU), got {self.workers}")
-        if min(self.max_batch, self.max_queue, self.max_memory_mb, self.max_message_mb, self.max_processes,
-               self.max_output_bytes, self.max_code_bytes, self.max_cases) < 1:
-            raise ValueError("max_batch, max_queue, max_memory_mb, max_message_mb, max_processes, "
-                             "max_output_bytes, max_code_bytes and max_cases must be >= 1")
+        if self.max_message_mb < 1:
+            raise ValueError(f"max_message_mb must be >= 1, got {self.max_message_mb}")
         if not 0 <= self.metrics_port <= 65535:
             raise ValueError(f"metrics_port must be in 0..65535 (0: off), got {self.metrics_port}")
         if self.grace_s < 0:
             raise ValueError(f"grace_s must be >= 0, got {self.grace_s}")
-        if not self.max_call_s > 0:
-            raise ValueError(f"max_call_s must be > 0 seconds, got {self.max_call_s}")
-        defaults = Limits()  # a request that leaves its limits unset gets these: the caps must allow them
-        for cap, value, name in ((self.max_wall_s, max(defaults.wall_s, defaults.cpu_s), "max_wall_s"),
-                                 (self.max_compile_s, defaults.compile_wall_s, "max_compile_s"),
-                                 (self.max_memory_mb, max(defaults.memory_mb, defaults.scratch_mb), "max_memory_mb"),
-                                 (self.max_processes, defaults.max_processes, "max_processes"),
-                                 (self.max_output_bytes, defaults.output_bytes, "max_output_bytes")):
-            if not cap >= value:
-                raise ValueError(f"{name} must be at least the default limit {value:g}, got {cap:g}")
 
     @property
     def concurrency(self) -> int:
         return self.workers or available_cpus()
 
-    def request_limits(self) -> RequestLimits:
-        return RequestLimits(max_batch=self.max_batch, max_queue=self.max_queue, max_wall_s=self.max_wall_s,
-                             max_compile_s=self.max_compile_s, max_memory_mb=self.max_memory_mb,
-                             max_processes=self.max_processes, max_output_bytes=self.max_output_bytes,
-                             max_code_bytes=self.max_code_bytes, max_cases=self.max_cases,
-                             max_call_s=self.max_call_s)
-
     def executor_options(self) -> dict[str, int]:
         """The backend's own caps, set to this server's (the process backend's zygote clamps to them)."""
         if self.backend == "process":
-            return {"max_memory_mb": self.max_memory_mb, "max_processes": self.max_processes}
+            return {"max_memory_mb": self.limits.max_memory_mb, "max_processes": self.limits.max_processes}
         return {}
 
     def language_table(self) -> dict[str, Language]:
@@ -141,7 +109,7 @@ class SandboxServer:
         self.executor = executor
         self._owns_executor = owns_executor
         self._stopped = False
-        self.servicer = SandboxServicer(executor, languages, config.request_limits(), config.concurrency)
+        self.servicer = SandboxServicer(executor, languages, config.limits, config.concurrency)
         self.metrics_endpoint = MetricsEndpoint(self.servicer.metrics.registry)
         try:
             if config.metrics_port:

@@ -9,8 +9,8 @@
     trainer-client make-steps --out-dir data/steps --seed 0                # stepwise PRM data (TRL's format)
     trainer-client train-prm --data data/steps/train.jsonl --eval-data data/steps/test.jsonl --out runs/prm
 
-Subcommands live in a registry: a new one is a function decorated with
-``@subcommand(name, help)`` that adds its flags and returns the function that runs it.
+Subcommands live in a registry (``trainer_client/subcommands.py``): a new one is a function decorated
+with ``@subcommand(name, help)`` that adds its flags and returns the function that runs it.
 """
 
 from __future__ import annotations
@@ -26,51 +26,20 @@ import sys
 import typing
 from typing import Callable, Sequence
 
+from trainer_client.prm.prm_cli import register_prm_commands
+from trainer_client.subcommands import (
+    SUBCOMMANDS,
+    CliError,
+    Runner,
+    add_config_flags,
+    config_from_args,
+    subcommand,
+)
+
+__all__ = ["SUBCOMMANDS", "CliError", "build_parser", "main", "subcommand"]
+
 logger = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(processName)s %(levelname)s %(name)s: %(message)s"
-
-Runner = Callable[[argparse.Namespace], int]
-Setup = Callable[[argparse.ArgumentParser], Runner]
-SUBCOMMANDS: dict[str, tuple[str, Setup]] = {}
-
-
-class CliError(Exception):
-    """A problem the user can fix; printed as ``error: ...`` with exit status 2."""
-
-
-def subcommand(name: str, help: str) -> Callable[[Setup], Setup]:
-    """Register ``setup(parser) -> run(args) -> int`` as subcommand ``name``."""
-    def register(setup: Setup) -> Setup:
-        if name in SUBCOMMANDS:
-            raise ValueError(f"subcommand {name!r} is registered twice")
-        SUBCOMMANDS[name] = (help, setup)
-        return setup
-    return register
-
-
-def add_config_flags(parser: argparse.ArgumentParser, config_cls: type, renames: dict[str, str] | None = None) -> None:
-    """One flag per field of a config dataclass, with its help text; ``renames`` maps field -> flag."""
-    hints = typing.get_type_hints(config_cls)
-    for f in dataclasses.fields(config_cls):
-        flag = "--" + (renames or {}).get(f.name, f.name.replace("_", "-"))
-        kind = hints[f.name]
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        default = None if required else f.default
-        help_text = f.metadata.get("help", "") + ("" if required else f" (default: {default})")
-        if kind is bool:
-            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=default,
-                                help=help_text)
-            continue
-        args = [a for a in typing.get_args(kind) if a is not type(None)]
-        parser.add_argument(flag, dest=f.name, type=args[0] if args else kind, default=default,
-                            required=required, help=help_text)
-
-
-def config_from_args(config_cls: type, args: argparse.Namespace):
-    try:
-        return config_cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config_cls)})
-    except ValueError as exc:
-        raise CliError(str(exc)) from exc
 
 
 @subcommand("make-prefs", "write a synthetic math preference set: DIR/train.jsonl and DIR/test.jsonl")
@@ -97,7 +66,7 @@ def _make_prefs(parser: argparse.ArgumentParser) -> Runner:
 def _train_rm(parser: argparse.ArgumentParser) -> Runner:
     from trainer_client.rm.rm_train import RewardTrainConfig
 
-    add_config_flags(parser, RewardTrainConfig, renames={"out_dir": "out"})
+    add_config_flags(parser, RewardTrainConfig)
 
     def run(args: argparse.Namespace) -> int:
         from trainer_client.rm.preference_data import PreferenceDataError
@@ -226,9 +195,7 @@ def _plot(parser: argparse.ArgumentParser) -> Runner:
     return run
 
 
-from trainer_client.prm.prm_cli import register_prm_commands  # noqa: E402  (make-steps, train-prm)
-
-register_prm_commands(subcommand, add_config_flags, config_from_args, CliError)
+register_prm_commands()  # make-steps, train-prm: after this module's own, as `--help` lists them
 
 
 def build_parser() -> argparse.ArgumentParser:

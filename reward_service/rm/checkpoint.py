@@ -6,7 +6,7 @@ named in :mod:`reward_core.rm_inputs` (``reward_model_config.json``,
 ``reward_normalization.json``). Pairs are encoded with the trainer's own
 :func:`~reward_core.rm_inputs.encode_pair`, so served scores see the training tokens.
 
-    model = load_checkpoint("runs/rm/final", device="cpu", dtype="float32")
+    model = load_checkpoint("runs/rm/final", device="cpu", dtype="float32")   # or "bfloat16" (fp32/bf16 accepted)
     pairs = [model.encode("What is 2+2?", "4")]
     scores = model.forward(pairs)          # raw scores; model.metadata.normalize(s) for normalized
 """
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from reward_core.dtype_names import canonical_dtype
 from reward_core.rm_inputs import (
     NORMALIZATION_FILE,
     RM_CONFIG_FILE,
@@ -31,7 +32,6 @@ from reward_core.rm_inputs import (
 
 logger = logging.getLogger(__name__)
 
-DTYPES = ("float32", "bfloat16")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt")
@@ -87,6 +87,10 @@ def load_checkpoint(path: str | Path, device: str = "cpu", dtype: str = "float32
         metadata = read_rm_metadata(root)
     except ValueError as exc:
         raise CheckpointError(str(exc)) from exc
+    try:
+        dtype = canonical_dtype(dtype)
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from None
     torch_dtype, torch_device = _torch_settings(device, dtype)
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -133,8 +137,6 @@ def _check_files(root: Path) -> None:
 def _torch_settings(device: str, dtype: str) -> tuple[Any, Any]:
     import torch
 
-    if dtype not in DTYPES:
-        raise CheckpointError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     try:
         torch_device = torch.device(device)
     except RuntimeError as exc:

@@ -76,11 +76,13 @@ class ScoringModel(Protocol):
 class BatcherConfig:
     """How pairs are grouped into forward passes."""
 
-    max_batch_tokens: int = field(default=4096, metadata={"help": "padded tokens (pairs x longest) per forward pass"})
+    max_batch_tokens: int = field(default=4096, metadata={
+        "help": "padded tokens (pairs x longest) per forward pass; raise it on a GPU"})
     max_wait_ms: float = field(default=5.0, metadata={"help": "longest a pair waits for companions"})
     max_padding: float = field(default=0.25, metadata={"help": "largest share of padding in a merged batch"})
-    merge_requests: bool = field(default=True, metadata={"help": "False: one forward pass per request (baseline)"})
-    max_queue_items: int = field(default=100_000, metadata={"help": "pending pairs before QueueFull"})
+    no_batching: bool = field(default=False, metadata={"help": "one forward pass per request (a baseline)"})
+    max_queue_items: int = field(default=100_000, metadata={
+        "help": "pairs waiting in the batcher before new calls get RESOURCE_EXHAUSTED (back off and retry)"})
 
     def __post_init__(self) -> None:
         if self.max_batch_tokens < 1:
@@ -91,6 +93,11 @@ class BatcherConfig:
             raise ValueError(f"max_queue_items must be >= 1, got {self.max_queue_items}")
         if not 0.0 <= self.max_padding <= 1.0:
             raise ValueError(f"max_padding must be in [0, 1], got {self.max_padding}")
+
+    @property
+    def merge_requests(self) -> bool:
+        """Whether pairs of different requests share forward passes (``no_batching`` off)."""
+        return not self.no_batching
 
 
 def padded_tokens(lengths: Sequence[int]) -> int:

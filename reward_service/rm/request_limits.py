@@ -13,6 +13,7 @@ here run on the decoded message. The transport accepts up to twice ``--max-messa
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import grpc
@@ -26,16 +27,20 @@ MIB = 1024 * 1024
 
 @dataclass(frozen=True)
 class RequestLimits:
-    """Limits checked on every call (defaults match ``RewardModelServerConfig``)."""
+    """Limits checked on every call, each a flag of ``reward-service serve-rm``."""
 
-    max_items: int = 1024
-    max_prompt_chars: int = 100_000
-    max_completion_chars: int = 100_000
-    max_message_mb: int = 64
-    max_call_s: float = DEFAULT_MAX_CALL_S  # longest a Score call waits for its pairs
+    max_items_per_request: int = dataclasses.field(default=1024, metadata={"help": "larger requests: INVALID_ARGUMENT"})
+    max_prompt_chars: int = dataclasses.field(default=100_000, metadata={
+        "help": "characters per prompt, before tokenization; longer: INVALID_ARGUMENT"})
+    max_completion_chars: int = dataclasses.field(default=100_000, metadata={
+        "help": "characters per completion, before tokenization; longer: INVALID_ARGUMENT"})
+    max_message_mb: int = dataclasses.field(default=64, metadata={
+        "help": "largest request in MiB; larger: INVALID_ARGUMENT (over twice this the transport refuses it)"})
+    max_call_s: float = dataclasses.field(default=DEFAULT_MAX_CALL_S, metadata={
+        "help": "longest a call waits for its scores, with or without a client deadline; then DEADLINE_EXCEEDED"})
 
     def __post_init__(self) -> None:
-        if min(self.max_items, self.max_prompt_chars, self.max_completion_chars, self.max_message_mb) < 1:
+        if min(self.max_items_per_request, self.max_prompt_chars, self.max_completion_chars, self.max_message_mb) < 1:
             raise ValueError(f"every request limit must be >= 1, got {self}")
         if not self.max_call_s > 0:
             raise ValueError(f"max_call_s must be > 0 seconds, got {self.max_call_s}")
@@ -58,8 +63,8 @@ def validate_score_request(request: pb.RewardModelRequest, limits: RequestLimits
     """Raises RequestRejected (INVALID_ARGUMENT): too many items, an empty or duplicate id, or a
     prompt or completion over its character limit (counted before tokenization)."""
     n = len(request.items)
-    if n > limits.max_items:
-        raise _too_large("request has", f"{n} items", str(limits.max_items), "--max-items-per-request",
+    if n > limits.max_items_per_request:
+        raise _too_large("request has", f"{n} items", str(limits.max_items_per_request), "--max-items-per-request",
                          "split it into smaller calls")
     check_ids((item.id for item in request.items), "item")
     for i, item in enumerate(request.items):
@@ -75,8 +80,8 @@ def validate_step_request(request: pb.StepScoreRequest, limits: RequestLimits) -
     """Raises RequestRejected (INVALID_ARGUMENT) as ``validate_score_request`` does, for step scoring:
     too many items, an empty or duplicate id, a prompt or the steps together over the character limits."""
     n = len(request.items)
-    if n > limits.max_items:
-        raise _too_large("request has", f"{n} items", str(limits.max_items), "--max-items-per-request",
+    if n > limits.max_items_per_request:
+        raise _too_large("request has", f"{n} items", str(limits.max_items_per_request), "--max-items-per-request",
                          "split it into smaller calls")
     check_ids((item.id for item in request.items), "item")
     for i, item in enumerate(request.items):

@@ -23,10 +23,12 @@ import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from reward_core.grpc_common import DEFAULT_MAX_CALL_S, DEFAULT_MAX_CONNECTION_AGE_S, server_options
+from reward_core.config_flags import nested
+from reward_core.dtype_names import canonical_dtype
+from reward_core.grpc_common import DEFAULT_MAX_CONNECTION_AGE_S, server_options
 from reward_core.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from reward_core.server_shell import AioServerShell
-from reward_service.rm.checkpoint import DTYPES, CheckpointError, LoadedRewardModel
+from reward_service.rm.checkpoint import CheckpointError, LoadedRewardModel
 from reward_service.rm.prm_checkpoint import load_any_checkpoint
 from reward_service.rm.dynamic_batcher import BatcherConfig, DynamicBatcher
 from reward_service.rm.model_holder import Loader, ModelHolder
@@ -48,30 +50,16 @@ class RewardModelServerConfig:
         "help": "address to bind (0.0.0.0 for all: needs TLS, a token or --insecure)"})
     port: int = field(default=50052, metadata={"help": "port to bind; 0 picks a free one"})
     device: str = field(default="cpu", metadata={"help": "cpu or cuda[:N]"})
-    dtype: str = field(default="float32", metadata={"help": "float32 or bfloat16"})
+    dtype: str = field(default="float32", metadata={"help": "float32 or bfloat16 (fp32, bf16 also accepted)"})
     max_length: int = field(default=0, metadata={"help": "tokens per pair (0: the checkpoint's own)"})
-    max_batch_tokens: int = field(default=4096, metadata={
-        "help": "padded tokens (pairs x longest) per forward pass; raise it on a GPU"})
-    max_wait_ms: float = field(default=5.0, metadata={"help": "longest a pair waits for companions"})
-    max_padding: float = field(default=0.25, metadata={"help": "largest share of padding in a merged batch"})
-    no_batching: bool = field(default=False, metadata={"help": "one forward pass per request (a baseline)"})
-    max_items_per_request: int = field(default=1024, metadata={"help": "larger requests: INVALID_ARGUMENT"})
-    max_prompt_chars: int = field(default=100_000, metadata={
-        "help": "characters per prompt, before tokenization; longer: INVALID_ARGUMENT"})
-    max_completion_chars: int = field(default=100_000, metadata={
-        "help": "characters per completion, before tokenization; longer: INVALID_ARGUMENT"})
-    max_queue_items: int = field(default=100_000, metadata={
-        "help": "pairs waiting in the batcher before new calls get RESOURCE_EXHAUSTED (back off and retry)"})
-    max_message_mb: int = field(default=64, metadata={
-        "help": "largest request in MiB; larger: INVALID_ARGUMENT (over twice this the transport refuses it)"})
+    batching: BatcherConfig = nested(BatcherConfig)  # --max-batch-tokens, --max-wait-ms, ..., --no-batching
+    limits: RequestLimits = nested(RequestLimits)     # --max-items-per-request, ..., --max-call-s
     max_connection_age_s: float = field(default=DEFAULT_MAX_CONNECTION_AGE_S, metadata={
         "help": "clients reconnect (re-resolving DNS) after this long, so new replicas get traffic (0: never)"})
     metrics_port: int = field(default=0, metadata={"help": "Prometheus /metrics port (0: off)"})
     metrics_host: str = field(default="", metadata={"help": "address /metrics binds (empty: the --host)"})
     torch_threads: int = field(default=0, metadata={"help": "torch intra-op threads (0: torch's default)"})
     grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
-    max_call_s: float = field(default=DEFAULT_MAX_CALL_S, metadata={
-        "help": "longest a call waits for its scores, with or without a client deadline; then DEADLINE_EXCEEDED"})
     security: ServerSecurityConfig = field(default_factory=ServerSecurityConfig)
 
     def __post_init__(self) -> None:
@@ -79,22 +67,9 @@ class RewardModelServerConfig:
             raise ValueError("checkpoint is required: pass --checkpoint DIR (a directory from trainer-client train-rm)")
         if not 0 <= self.port <= 65535 or not 0 <= self.metrics_port <= 65535:
             raise ValueError(f"port and metrics_port must be in 0..65535, got {self.port}, {self.metrics_port}")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
         if self.max_length < 0 or self.torch_threads < 0:
             raise ValueError("max_length and torch_threads must be >= 0 (0: default)")
-        self.request_limits()  # validates the request limits
-        self.batcher_config()  # validates the batching fields
-
-    def request_limits(self) -> RequestLimits:
-        return RequestLimits(max_items=self.max_items_per_request, max_prompt_chars=self.max_prompt_chars,
-                             max_completion_chars=self.max_completion_chars, max_message_mb=self.max_message_mb,
-                             max_call_s=self.max_call_s)
-
-    def batcher_config(self) -> BatcherConfig:
-        return BatcherConfig(max_batch_tokens=self.max_batch_tokens, max_wait_ms=self.max_wait_ms,
-                             max_padding=self.max_padding, merge_requests=not self.no_batching,
-                             max_queue_items=self.max_queue_items)
 
     def reload_root(self) -> Path:
         """The directory Reload may load from: ``checkpoint_root``, else the parent of ``checkpoint``."""
@@ -108,8 +83,9 @@ class RewardModelServerConfig:
         """Transport options: requests up to twice ``max_message_mb`` reach the handler, which refuses
         those over the limit with a message naming the flag (grpc's own refusal names none)."""
         receive = "grpc.max_receive_message_length"
-        return [(key, value) for key, value in server_options(self.max_message_mb, self.max_connection_age_s) if key != receive] + [
-            (receive, 2 * self.max_message_mb * MIB)]
+        max_message_mb = self.limits.max_message_mb
+        return [(key, value) for key, value in server_options(max_message_mb, self.max_connection_age_s)
+                if key != receive] + [(receive, 2 * max_message_mb * MIB)]
 
 
 class RewardModelServer:
@@ -119,12 +95,12 @@ class RewardModelServer:
         self.config = config
         self.security = prepare(config.security, config.host) if security is None else security
         self.metrics = RewardModelMetrics()
-        self.batcher = DynamicBatcher(config.batcher_config(), observer=self.metrics)
+        self.batcher = DynamicBatcher(config.batching, observer=self.metrics)
         self.metrics.track_queue(self.batcher.queued_items)
         self._health_lock = threading.Lock()  # a load finishing never turns a draining server SERVING
         self._stopped = False
         self.holder = ModelHolder(loader, on_loaded=self._on_loaded)
-        self.servicer = RewardModelServicer(self.holder, self.batcher, config.request_limits(), config.reload_root(),
+        self.servicer = RewardModelServicer(self.holder, self.batcher, config.limits, config.reload_root(),
                                             self.metrics)
         try:
             self.shell = AioServerShell("rm", [(SERVICE, self.servicer)], self.security, config.host, config.port,

@@ -16,6 +16,7 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from reward_core.config_flags import nested
 from reward_core.contract import (
     Rollout,
     RolloutResult,
@@ -25,7 +26,7 @@ from reward_core.contract import (
     group_stats,
 )
 from reward_service.router.registry import TaskRegistry, build_registry, log_self_check
-from reward_service.router.rewards_config import RewardsConfig
+from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints
 from reward_service.task_api import InvalidReference, TaskInput, cancel_token_set
 from reward_core.sandbox_contract import Cancellation
 from reward_service.router.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
@@ -51,19 +52,24 @@ PRELOAD_MODULES = ("sympy", "reward_service.router.worker_job", "reward_service.
 
 @dataclass(frozen=True)
 class ScorerConfig:
-    """How the engine verifies: worker processes, limits, and the tasks it knows."""
+    """How the engine verifies: worker processes, limits, and the tasks it knows.
+
+    Its fields are flags of ``reward-service serve`` (and ``score``); ``rewards`` comes from the
+    ``--config`` file, ``endpoints`` has flags of its own (``--sandbox-endpoint``, ...).
+    """
 
     workers: int = field(default=2, metadata={"help": "verification worker processes"})
-    item_timeout_s: float = field(default=5.0, metadata={"help": "default hard limit per item"})
-    max_item_timeout_s: float = field(default=60.0, metadata={"help": "largest per-request item limit allowed"})
+    item_timeout_s: float = field(default=5.0, metadata={"help": "default hard time limit per item"})
     max_queue: int = field(default=100_000, metadata={"help": "pending items before RESOURCE_EXHAUSTED"})
     max_client_queue: int = field(default=25_000, metadata={
-        "help": "pending items of one client (by its client id) before RESOURCE_EXHAUSTED"})
+        "help": "pending items of one client (its reward-client-id metadata) before RESOURCE_EXHAUSTED"})
     memory_limit_mb: int = field(default=4096, metadata={"help": "address-space limit per worker (0: none)"})
     job_size: int = field(default=16, metadata={"help": "most unique items of one task per worker job"})
     io_threads: int = field(default=32, metadata={
         "help": "threads for tasks that wait on another service (code -> sandbox, rm -> reward model)"})
     rewards: RewardsConfig = field(default_factory=RewardsConfig)
+    endpoints: TaskEndpoints = nested(TaskEndpoints, help="where tasks that call another service (code, rm, prm) "
+                                                          "find it")
 
     def __post_init__(self) -> None:
         if self.workers < 1 or self.job_size < 1 or self.io_threads < 1:
@@ -72,10 +78,8 @@ class ScorerConfig:
         if self.max_queue < 1 or self.max_client_queue < 1:
             raise ValueError(f"max_queue ({self.max_queue}) and max_client_queue ({self.max_client_queue}) "
                              "must be >= 1")
-        if not 0 < self.item_timeout_s <= self.max_item_timeout_s:
-            raise ValueError(
-                f"need 0 < item_timeout_s ({self.item_timeout_s}) <= max_item_timeout_s ({self.max_item_timeout_s})"
-            )
+        if not self.item_timeout_s > 0:
+            raise ValueError(f"item_timeout_s must be > 0 seconds, got {self.item_timeout_s}")
 
 
 class QueueFullError(RuntimeError):
@@ -195,7 +199,7 @@ class Scorer:
 
     def __init__(self, config: ScorerConfig) -> None:
         self.config = config
-        self.registry: TaskRegistry = build_registry(config.rewards)
+        self.registry: TaskRegistry = build_registry(config.rewards, endpoints=config.endpoints)
         self.self_check_failures = log_self_check(self.registry)
         pool_config = PoolConfig(
             num_workers=config.workers,
@@ -204,7 +208,8 @@ class Scorer:
             memory_limit_mb=config.memory_limit_mb,
             preload_modules=PRELOAD_MODULES,
         )
-        self.pool = WorkerPool(score_items, pool_config, initializer=init_worker, initargs=(config.rewards,))
+        self.pool = WorkerPool(score_items, pool_config, initializer=init_worker,
+                               initargs=(config.rewards, config.endpoints))
         self.queue = FairQueue(self.pool.submit, window=JOBS_IN_POOL_PER_WORKER * config.workers,
                                max_items=config.max_queue, max_client_items=config.max_client_queue)
         self._in_server = ThreadPoolExecutor(max_workers=config.io_threads, thread_name_prefix="io-task")

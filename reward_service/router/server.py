@@ -15,11 +15,11 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from reward.v1 import reward_pb2, sandbox_pb2
-from reward_core.grpc_common import DEFAULT_MAX_CALL_S, DEFAULT_MAX_CONNECTION_AGE_S, server_options
+from reward_core.config_flags import nested
+from reward_core.grpc_common import DEFAULT_MAX_CONNECTION_AGE_S, server_options
 from reward_core.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from reward_core.server_shell import AioServerShell
 from reward_service.router.metrics import RewardMetrics
-from reward_service.router.rewards_config import RewardsConfig
 from reward_service.router.scoring import Scorer, ScorerConfig
 from reward_service.router.servicer import RequestLimits, RewardServicer
 from reward_service.router.code_executor import shared_sandbox_servicer
@@ -44,27 +44,10 @@ class ServerConfig:
     host: str = field(default="127.0.0.1", metadata={
         "help": "address to bind (0.0.0.0 for all: needs TLS, a token or --insecure)"})
     port: int = field(default=50051, metadata={"help": "port to bind; 0 picks a free one"})
-    workers: int = field(default=2, metadata={"help": "verification worker processes"})
-    item_timeout_s: float = field(default=5.0, metadata={"help": "default hard time limit per item"})
-    max_item_timeout_s: float = field(default=60.0, metadata={"help": "largest item limit a request may ask"})
-    max_rollouts_per_request: int = field(default=8192, metadata={"help": "larger requests: INVALID_ARGUMENT"})
+    scorer: ScorerConfig = nested(ScorerConfig)      # --workers, --item-timeout-s, ..., --io-threads, endpoints
+    limits: RequestLimits = nested(RequestLimits)    # --max-rollouts-per-request, ..., --max-call-s
     max_message_mb: int = field(default=64, metadata={"help": "largest request/response message"})
-    max_queue: int = field(default=100_000, metadata={"help": "pending items before RESOURCE_EXHAUSTED"})
-    max_client_queue: int = field(default=25_000, metadata={
-        "help": "pending items of one client (its reward-client-id metadata) before RESOURCE_EXHAUSTED"})
-    max_completion_chars: int = field(default=1_000_000, metadata={
-        "help": "longest completion accepted (characters); longer: INVALID_ARGUMENT"})
-    max_streams: int = field(default=1024, metadata={
-        "help": "open ScoreStream calls before RESOURCE_EXHAUSTED (health is always served)"})
-    max_stream_pending: int = field(default=32, metadata={
-        "help": "requests of one stream in progress before the server stops reading it (flow control)"})
-    memory_limit_mb: int = field(default=4096, metadata={"help": "address-space limit per worker (0: none)"})
-    job_size: int = field(default=16, metadata={"help": "most unique items of one task per worker job"})
-    io_threads: int = field(default=32, metadata={
-        "help": "threads for tasks that wait on another service (code -> sandbox, rm -> reward model)"})
     grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
-    max_call_s: float = field(default=DEFAULT_MAX_CALL_S, metadata={
-        "help": "longest a call waits for its rollouts, with or without a client deadline; then DEADLINE_EXCEEDED"})
     max_connection_age_s: float = field(default=DEFAULT_MAX_CONNECTION_AGE_S, metadata={
         "help": "clients reconnect (re-resolving DNS) after this long, so new replicas get traffic (0: never)"})
     serve_sandbox: bool = field(default=True, metadata={
@@ -73,31 +56,18 @@ class ServerConfig:
         "help": "drain and exit when the process that started this server dies (an embedded server)"})
     metrics_port: int = field(default=0, metadata={"help": "Prometheus /metrics port (0: off)"})
     metrics_host: str = field(default="", metadata={"help": "address /metrics binds (empty: the --host)"})
-    rewards: RewardsConfig = field(default_factory=RewardsConfig)
     security: ServerSecurityConfig = field(default_factory=ServerSecurityConfig)
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in 0..65535, got {self.port}")
-        small = {name: getattr(self, name) for name in ("max_rollouts_per_request", "max_message_mb", "max_streams",
-                                                        "max_stream_pending", "max_completion_chars")}
-        if min(small.values()) < 1:
-            raise ValueError(f"each of {small} must be >= 1")
+        if self.max_message_mb < 1:
+            raise ValueError(f"max_message_mb must be >= 1, got {self.max_message_mb}")
         if not self.grace_s >= 0:
             raise ValueError(f"grace_s must be >= 0 seconds, got {self.grace_s}")
-        if not self.max_call_s > 0:
-            raise ValueError(f"max_call_s must be > 0 seconds, got {self.max_call_s}")
-
-    def scorer_config(self) -> ScorerConfig:
-        return ScorerConfig(workers=self.workers, item_timeout_s=self.item_timeout_s,
-                            max_item_timeout_s=self.max_item_timeout_s, max_queue=self.max_queue,
-                            max_client_queue=self.max_client_queue,
-                            memory_limit_mb=self.memory_limit_mb, job_size=self.job_size,
-                            io_threads=self.io_threads, rewards=self.rewards)
-
-    def request_limits(self) -> RequestLimits:
-        return RequestLimits(self.max_rollouts_per_request, self.max_item_timeout_s, self.max_call_s,
-                             self.max_completion_chars, self.max_streams, self.max_stream_pending)
+        if not self.scorer.item_timeout_s <= self.limits.max_item_timeout_s:
+            raise ValueError(f"need 0 < item_timeout_s ({self.scorer.item_timeout_s}) <= max_item_timeout_s "
+                             f"({self.limits.max_item_timeout_s})")
 
     def grpc_options(self) -> list[tuple[str, int]]:
         return server_options(self.max_message_mb, self.max_connection_age_s) + [
@@ -117,7 +87,7 @@ class RewardServer:
         self._owns_scorer = owns_scorer
         self.metrics = RewardMetrics(known_tasks=scorer.registry.names())
         self.metrics.attach_pool(scorer.pool)
-        self.servicer = RewardServicer(scorer, config.request_limits(), self.metrics)
+        self.servicer = RewardServicer(scorer, config.limits, self.metrics)
         services = [(SERVICE, self.servicer)]
         self.sandbox_servicer = self._sandbox_servicer() if config.serve_sandbox else None
         if self.sandbox_servicer is not None:
@@ -193,7 +163,7 @@ def create_server(config: ServerConfig, scorer: Scorer | None = None) -> RewardS
     """
     security = prepare(config.security, config.host)
     owns = scorer is None
-    scorer = scorer or Scorer(config.scorer_config())
+    scorer = scorer or Scorer(config.scorer)
     try:
         return RewardServer(config, scorer, owns, security)
     except (OSError, RuntimeError):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Literal
 
 import grpc
@@ -55,23 +55,35 @@ SHUTDOWN_REASON = "not verified: the server is shutting down; send this rollout 
 
 @dataclass(frozen=True)
 class RequestLimits:
-    """Limits checked on every request (each names its server flag when it refuses)."""
+    """Limits checked on every request, each a flag of ``reward-service serve`` (named when it refuses)."""
 
-    max_rollouts: int = 8192
-    max_item_timeout_s: float = 60.0
-    max_call_s: float = DEFAULT_MAX_CALL_S  # longest a Score call waits for its rollouts
-    max_completion_chars: int = 1_000_000
-    max_streams: int = 1024
-    max_stream_pending: int = 32
+    max_rollouts_per_request: int = field(default=8192, metadata={"help": "larger requests: INVALID_ARGUMENT"})
+    max_item_timeout_s: float = field(default=60.0, metadata={"help": "largest item limit a request may ask"})
+    max_completion_chars: int = field(default=1_000_000, metadata={
+        "help": "longest completion accepted (characters); longer: INVALID_ARGUMENT"})
+    max_streams: int = field(default=1024, metadata={
+        "help": "open ScoreStream calls before RESOURCE_EXHAUSTED (health is always served)"})
+    max_stream_pending: int = field(default=32, metadata={
+        "help": "requests of one stream in progress before the server stops reading it (flow control)"})
+    max_call_s: float = field(default=DEFAULT_MAX_CALL_S, metadata={
+        "help": "longest a call waits for its rollouts, with or without a client deadline; then DEADLINE_EXCEEDED"})
+
+    def __post_init__(self) -> None:
+        small = {name: getattr(self, name) for name in ("max_rollouts_per_request", "max_streams",
+                                                        "max_stream_pending", "max_completion_chars")}
+        if min(small.values()) < 1:
+            raise ValueError(f"each of {small} must be >= 1")
+        if not self.max_call_s > 0:
+            raise ValueError(f"max_call_s must be > 0 seconds, got {self.max_call_s}")
 
 
 def parse_request(request: pb.ScoreRequest, limits: RequestLimits) -> list[Rollout]:
     """Validates a request and converts its rollouts; raises RequestRejected."""
     bad = grpc.StatusCode.INVALID_ARGUMENT
     n = len(request.rollouts)
-    if n > limits.max_rollouts:
+    if n > limits.max_rollouts_per_request:
         raise RequestRejected(bad, f"request {request.request_id!r} has {n} rollouts; the limit is "
-                                   f"{limits.max_rollouts} (--max-rollouts-per-request): split it "
+                                   f"{limits.max_rollouts_per_request} (--max-rollouts-per-request): split it "
                                    "(RewardClient's chunk_size does)")
     t = request.item_timeout_s
     if not math.isfinite(t) or t < 0 or t > limits.max_item_timeout_s:

@@ -6,6 +6,7 @@ import grpc
 import pytest
 
 from reward.v1 import reward_pb2_grpc
+from reward_core.config_flags import dataclass_from_values
 from reward_service.router.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
 from reward_service.router.server import RewardServer, ServerConfig, create_server
 from tests.docker_fixtures import docker_executor, docker_runner_image  # noqa: F401  (sandbox docker backend)
@@ -25,10 +26,13 @@ TEST_REWARDS = RewardsConfig(
 
 
 def start_server(**overrides) -> RewardServer:
+    """A started server; ``overrides`` are named as the flags are (``max_queue``, not ``scorer=``);
+    ``rewards`` is the scorer's rewards config."""
     settings = dict(host="127.0.0.1", port=0, workers=2, item_timeout_s=1.5, max_rollouts_per_request=64,
                     max_message_mb=1, rewards=TEST_REWARDS, grace_s=0)
     settings.update(overrides)
-    return create_server(ServerConfig(**settings))
+    settings["scorer.rewards"] = settings.pop("rewards")
+    return create_server(dataclass_from_values(ServerConfig, settings))
 
 
 @pytest.fixture(scope="module")

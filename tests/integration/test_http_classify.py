@@ -18,6 +18,8 @@ import pytest
 from reward.v1 import reward_model_pb2 as pb
 from reward.v1 import reward_model_pb2_grpc
 from reward_service.http_door import classify
+from reward_service.rm.dynamic_batcher import BatcherConfig
+from reward_service.rm.request_limits import RequestLimits
 from reward_service.rm.rm_server import RewardModelServerConfig, create_rm_server
 from tests.http_fixtures import serve_app
 from tests.rm_fixtures import make_tiny_checkpoint
@@ -39,8 +41,9 @@ def classify_door(rm: str) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def rm_server(tmp_path_factory):
     checkpoint = make_tiny_checkpoint(tmp_path_factory.mktemp("rm") / "a", seed=0, max_length=64)
-    server = create_rm_server(RewardModelServerConfig(checkpoint=str(checkpoint), port=0, max_wait_ms=5.0,
-                                                      grace_s=0.0, max_items_per_request=8))
+    server = create_rm_server(RewardModelServerConfig(checkpoint=str(checkpoint), port=0, grace_s=0.0,
+                                                      batching=BatcherConfig(max_wait_ms=5.0),
+                                                      limits=RequestLimits(max_items_per_request=8)))
     yield server
     server.stop(0)
 

@@ -19,7 +19,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from trainer_client.prm.prm_cli import main  # noqa: E402
+from trainer_client.cli import main  # noqa: E402
 from trainer_client.prm.step_data import read_examples, write_examples  # noqa: E402
 from trainer_client.prm.step_problems import generate_examples  # noqa: E402
 

@@ -15,6 +15,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from reward.v1 import reward_model_pb2 as pb
 from reward.v1 import reward_model_pb2_grpc
+from reward_core.config_flags import dataclass_from_values
 from reward_core.contract import RolloutStatus
 from reward_service.router.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
 from reward_service.rm.checkpoint import CheckpointError, LoadedRewardModel, load_checkpoint
@@ -52,7 +53,7 @@ def other_ckpt_dir(rm_root) -> Path:
 def rm_config(checkpoint: Path, **overrides) -> RewardModelServerConfig:
     settings = dict(checkpoint=str(checkpoint), port=0, max_wait_ms=20.0, grace_s=0.0)
     settings.update(overrides)
-    return RewardModelServerConfig(**settings)
+    return dataclass_from_values(RewardModelServerConfig, settings)  # overrides named as the flags are
 
 
 @pytest.fixture(scope="module")
@@ -456,13 +457,13 @@ def test_rm_task_with_an_unreachable_server_is_an_error_not_zero(reward_server):
     assert "127.0.0.1:1" in r.error and "UNAVAILABLE" in r.error
 
 
-def test_rm_task_constructs_with_no_options_and_reads_the_endpoint_from_the_environment(monkeypatch):
-    from reward_service.tasks.rm_task import ENDPOINT_ENV, RewardModelTask
+def test_rm_task_constructs_with_no_options_and_takes_the_servers_rm_endpoint():
+    from reward_service.router.registry import build_registry
+    from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints
+    from reward_service.tasks.rm_task import RewardModelTask
 
-    monkeypatch.delenv(ENDPOINT_ENV, raising=False)
     assert RewardModelTask().endpoint == ""
-    monkeypatch.setenv(ENDPOINT_ENV, "rm-host:50052")
-    task = RewardModelTask()
+    task = build_registry(RewardsConfig(), endpoints=TaskEndpoints(rm_endpoint="rm-host:50052")).get("rm")
     assert (task.endpoint, task.normalize, task.timeout_s, task.batch_size) == ("rm-host:50052", True, 30.0, 64)
 
 

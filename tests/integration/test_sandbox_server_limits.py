@@ -6,7 +6,6 @@ asked and the flag that raises it. One module-wide server with small caps."""
 from __future__ import annotations
 
 import logging
-import socket
 import urllib.request
 
 import grpc
@@ -14,6 +13,8 @@ import pytest
 
 from reward.v1 import sandbox_pb2 as pb
 from reward.v1 import sandbox_pb2_grpc
+from reward_core.ports import free_port
+from sandbox.request_limits import RequestLimits
 from sandbox.server import SERVICE_NAME, SandboxServerConfig, create_server
 
 pytestmark = pytest.mark.timeout(120)
@@ -24,15 +25,10 @@ CAPS = dict(max_memory_mb=600, max_processes=40, max_output_bytes=100_000, max_c
             max_wall_s=20.0)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    server = create_server(SandboxServerConfig(port=0, workers=1, grace_s=0.0, metrics_port=free_port(), **CAPS))
+    server = create_server(SandboxServerConfig(port=0, workers=1, grace_s=0.0, metrics_port=free_port(),
+                                               limits=RequestLimits(**CAPS)))
     yield server
     server.stop(0)
 
@@ -99,7 +95,7 @@ def test_limits_within_the_caps_run(stub):
 
 def test_a_default_server_caps_memory_at_1024_mb():
     config = SandboxServerConfig(port=0)
-    assert config.request_limits().max_memory_mb == 1024 and config.executor_options()["max_memory_mb"] == 1024
+    assert config.limits.max_memory_mb == 1024 and config.executor_options()["max_memory_mb"] == 1024
 
 
 def test_a_malformed_message_is_invalid_argument_with_one_log_line(channel, caplog):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -11,6 +14,7 @@ import reward_core.sandbox_contract as ex
 from reward.v1 import sandbox_pb2 as pb
 from reward.v1 import sandbox_pb2_grpc
 from reward_core import sandbox_convert as convert
+from reward_core.config_flags import dataclass_from_values
 from sandbox.remote_executor import RemoteExecutor
 from sandbox.server import SERVICE_NAME, SandboxServerConfig, create_server
 
@@ -22,7 +26,7 @@ FAST = pb.Limits(wall_s=5, cpu_s=5)
 def config(**overrides) -> SandboxServerConfig:
     settings = dict(port=0, workers=2, max_batch=8, max_wall_s=20.0, grace_s=0.0)
     settings.update(overrides)
-    return SandboxServerConfig(**settings)
+    return dataclass_from_values(SandboxServerConfig, settings)  # overrides named as the flags are
 
 
 @pytest.fixture(scope="module")
@@ -225,3 +229,22 @@ def test_an_unreachable_sandbox_is_a_sandbox_error_result_never_a_verdict_on_the
         remote.close()
     assert result.verdict is ex.Verdict.SANDBOX_ERROR and not result.verdict.is_verdict_on_code
     assert "UNAVAILABLE" in result.error and result.id == "r"
+
+
+def test_cancelling_the_remote_executors_call_answers_a_sandbox_error_at_once(server):
+    spin = convert.request_from_proto(pb.ExecutionRequest(
+        id="spin", code="while True:\n    pass\n", style=pb.TEST_STYLE_STDIO, limits=pb.Limits(wall_s=15, cpu_s=15),
+        cases=[pb.TestCase(expected_stdout="")]))
+    remote = RemoteExecutor(server.address, call_timeout_s=60)
+    cancel = ex.Cancellation()
+    timer = threading.Timer(0.5, cancel.cancel)
+    try:
+        timer.start()
+        t0 = time.monotonic()
+        result = remote.execute(spin, cancel=cancel)
+        elapsed = time.monotonic() - t0
+    finally:
+        timer.cancel()
+        remote.close()
+    assert result.verdict is ex.Verdict.SANDBOX_ERROR and "cancelled" in result.error and result.id == "spin"
+    assert elapsed < 10, elapsed

@@ -24,7 +24,7 @@ from reward.v1 import reward_pb2 as pb
 from reward.v1 import reward_pb2_grpc
 from reward_core.channel_security import ClientSecurity
 from reward_service.router.metrics import RewardMetrics
-from reward_service.router.scoring import Scorer
+from reward_service.router.scoring import Scorer, ScorerConfig
 from reward_service.router.server import ServerConfig, create_server
 from reward_core.server_security import ServerSecurityConfig
 from sandbox.remote_executor import RemoteExecutor
@@ -59,7 +59,7 @@ def pki(tmp_path_factory) -> Pki:
 
 @pytest.fixture(scope="module")
 def scorer():
-    with Scorer(ServerConfig(workers=1).scorer_config()) as shared:
+    with Scorer(ScorerConfig(workers=1)) as shared:
         yield shared
 
 
@@ -212,7 +212,7 @@ class AcceptingExecutor:
 
     name = "fake"
 
-    def execute(self, request: ex.ExecutionRequest) -> ex.ExecutionResult:
+    def execute(self, request: ex.ExecutionRequest, cancel: ex.Cancellation | None = None) -> ex.ExecutionResult:
         return ex.ExecutionResult(id=request.id, verdict=ex.Verdict.ACCEPTED, backend=self.name)
 
     def execute_batch(self, requests):

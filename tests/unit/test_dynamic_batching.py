@@ -144,7 +144,7 @@ def test_a_request_is_split_across_batches_and_scores_stay_in_order(make_batcher
 
 
 def test_per_request_mode_never_merges_requests(make_batcher):
-    batcher, model = make_batcher(merge_requests=False), FakeModel(delay_s=0.05)
+    batcher, model = make_batcher(no_batching=True), FakeModel(delay_s=0.05)
     pending = [batcher.submit(model, [pair(3), pair(4)]) for _ in range(4)]
     for p in pending:
         p.result(5)

@@ -317,28 +317,32 @@ def test_resources_images_and_scaling(docs):
 
 
 def _known_env() -> dict[str, set[str]]:
-    """The variables each server reads: its config dataclass's fields under its prefix, plus extras."""
+    """The variables each server reads: its config dataclass's flags under its prefix, plus extras."""
     from reward_core.channel_security import ClientSecurity
+    from reward_core.config_flags import env_names
     from reward_core.server_security import ServerSecurityConfig
     from reward_service.http_door.server import HttpServerConfig
     from reward_service.rm.rm_server import RewardModelServerConfig
+    from reward_service.router.rewards_config import TaskEndpoints
     from reward_service.router.server import ServerConfig
-    from reward_service.tasks import code_task, rm_task
     from sandbox.server import SandboxServerConfig
 
-    def fields(cls, prefix: str) -> set[str]:
+    def fields(cls, prefix: str) -> set[str]:  # the security settings: flags of their own builder
         return {prefix + f.name.upper() for f in dataclasses.fields(cls)}
+
+    def flags(cls, prefix: str) -> set[str]:
+        return env_names(cls, prefix, skip=("security", "scorer.rewards", "upstream.client_id", "upstream.security"))
 
     suite = fields(ServerSecurityConfig, "REWARD_SUITE_") | fields(ClientSecurity, "REWARD_SUITE_") | {
         "REWARD_SUITE_AUTH_TOKEN_FILE"}
     logs = {"LOG_LEVEL", "LOG_FORMAT"}
     return {
-        "reward": suite | fields(ServerConfig, "REWARD_SERVICE_") | {f"REWARD_SERVICE_{x}" for x in logs | {"CONFIG"}}
-        | {code_task.ENDPOINT_ENV, rm_task.ENDPOINT_ENV},
-        "sandbox": suite | fields(SandboxServerConfig, "SANDBOX_") | {f"SANDBOX_{x}" for x in logs},
-        "rm": suite | fields(RewardModelServerConfig, "REWARD_SERVICE_") | {f"REWARD_SERVICE_{x}" for x in logs}
+        "reward": suite | flags(ServerConfig, "REWARD_SERVICE_") | {f"REWARD_SERVICE_{x}" for x in logs | {"CONFIG"}}
+        | fields(TaskEndpoints, "REWARD_SERVICE_"),
+        "sandbox": suite | flags(SandboxServerConfig, "SANDBOX_") | {f"SANDBOX_{x}" for x in logs},
+        "rm": suite | flags(RewardModelServerConfig, "REWARD_SERVICE_") | {f"REWARD_SERVICE_{x}" for x in logs}
         | {"HF_HUB_OFFLINE"},
-        "http": suite | fields(HttpServerConfig, "REWARD_SERVICE_") | {f"REWARD_SERVICE_{x}" for x in logs},
+        "http": suite | flags(HttpServerConfig, "REWARD_SERVICE_") | {f"REWARD_SERVICE_{x}" for x in logs},
     }
 
 

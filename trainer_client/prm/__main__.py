@@ -2,7 +2,7 @@
 
 import sys
 
-from trainer_client.prm.prm_cli import main
+from trainer_client.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

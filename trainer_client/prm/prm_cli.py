@@ -1,12 +1,8 @@
-"""The ``make-steps`` and ``train-prm`` subcommands, registered into ``trainer_client.cli``'s registry.
+"""The ``make-steps`` and ``train-prm`` subcommands of ``trainer-client`` (``python -m trainer_client.prm``).
 
-``trainer_client/cli.py`` registers them with (after its own subcommands, before ``build_parser``)::
-
-    from trainer_client.prm.prm_cli import register_prm_commands  # noqa: E402
-    register_prm_commands(subcommand, add_config_flags, config_from_args, CliError)
-
-Until then (and always) ``python -m trainer_client.prm make-steps|train-prm ...`` runs them.
-The helpers are passed in rather than imported, so this module never imports ``cli`` (no cycle).
+``trainer_client/cli.py`` calls :func:`register_prm_commands` after registering its own
+subcommands. The registry and the helpers come from ``trainer_client/subcommands.py``, so this
+module never imports ``cli`` (no cycle).
 """
 
 from __future__ import annotations
@@ -14,14 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any, Callable
 
-Runner = Callable[[argparse.Namespace], int]
+from trainer_client.subcommands import CliError, Runner, add_config_flags, config_from_args, subcommand
 
 
-def register_prm_commands(subcommand: Callable, add_config_flags: Callable, config_from_args: Callable,
-                          cli_error: type[Exception]) -> None:
-    """Register ``make-steps`` and ``train-prm`` with ``subcommand(name, help)`` (``trainer_client.cli``)."""
+def register_prm_commands() -> None:
+    """Register ``make-steps`` and ``train-prm`` in the ``trainer-client`` subcommand registry."""
 
     @subcommand("make-steps", "write a synthetic stepwise (process) supervision set: DIR/train.jsonl, DIR/test.jsonl")
     def _make_steps(parser: argparse.ArgumentParser) -> Runner:
@@ -51,7 +45,7 @@ def register_prm_commands(subcommand: Callable, add_config_flags: Callable, conf
                 paths = write_splits(args.out_dir, args.n_train, args.n_test, args.seed, args.after_error,
                                      tuple(k for k in args.kinds.split(",") if k), args.corrupt_prob)
             except ValueError as exc:
-                raise cli_error(str(exc)) from exc
+                raise CliError(str(exc)) from exc
             print(f"wrote {args.n_train} problems to {paths['train']} and {args.n_test} to {paths['test']}")
             return 0
         return run
@@ -60,7 +54,7 @@ def register_prm_commands(subcommand: Callable, add_config_flags: Callable, conf
     def _train_prm(parser: argparse.ArgumentParser) -> Runner:
         from trainer_client.prm.prm_train import PRMTrainConfig
 
-        add_config_flags(parser, PRMTrainConfig, renames={"out_dir": "out"})
+        add_config_flags(parser, PRMTrainConfig)
 
         def run(args: argparse.Namespace) -> int:
             from trainer_client.prm.prm_train import train_prm
@@ -69,22 +63,13 @@ def register_prm_commands(subcommand: Callable, add_config_flags: Callable, conf
             config = config_from_args(PRMTrainConfig, args)
             for path in (config.data, config.eval_data):
                 if path is not None and not os.path.isfile(path):
-                    raise cli_error(f"{path}: no such file")
+                    raise CliError(f"{path}: no such file")
             try:
                 result = train_prm(config)
             except (StepDataError, ValueError) as exc:
-                raise cli_error(str(exc)) from exc
+                raise CliError(str(exc)) from exc
             keys = ("train_loss", "eval_step_accuracy", "eval_majority_baseline", "eval_f1_wrong", "wall_time_s")
             print(json.dumps({k: result.metrics[k] for k in keys if k in result.metrics}))
             print(f"saved to {result.out_dir} ({result.wall_time_s:.1f} s)")
             return 0
         return run
-
-
-def main(argv: Any = None) -> int:
-    """``trainer-client`` with the PRM subcommands registered (once)."""
-    from trainer_client import cli
-
-    if "train-prm" not in cli.SUBCOMMANDS:
-        register_prm_commands(cli.subcommand, cli.add_config_flags, cli.config_from_args, cli.CliError)
-    return cli.main(argv)

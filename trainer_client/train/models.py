@@ -11,9 +11,10 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from reward_core.dtype_names import DTYPES as DTYPE_NAMES
 from trainer_client.train.config import ModelConfig
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}  # ModelConfig.dtype (torch's names) -> dtype
 
 
 def load_tokenizer(path: str) -> Any:

@@ -25,7 +25,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -39,9 +38,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from reward_core.channel_security import open_channel
 from reward_core.contract import GroupStats, RolloutResult, RolloutStatus
+from reward_core.ports import free_port
 from trainer_client.train.config import RewardConfig
-from trainer_client.reward_batching import GroupResult
-from trainer_client.reward_client import AsyncRewardClient
+from reward_core.clients import AsyncRewardClient, GroupResult
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +49,6 @@ SERVICE = "reward.v1.RewardService"
 
 class RewardServerError(RuntimeError):
     """The embedded reward server did not come up (its log file says why)."""
-
-
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def wait_until_serving(address: str, timeout_s: float) -> None:
@@ -73,7 +66,7 @@ class EmbeddedRewardServer:
     def __init__(self, log_path: str | Path, workers: int = 1, rewards_config: str | None = None,
                  startup_timeout_s: float = 60.0, host: str = "127.0.0.1") -> None:
         self.log_path = Path(log_path)
-        self.address = f"{host}:{_free_port(host)}"
+        self.address = f"{host}:{free_port(host)}"
         self.command = [sys.executable, "-m", "reward_service", "serve", "--host", host,
                         "--port", self.address.rsplit(":", 1)[1], "--workers", str(workers), "--grace-s", "2",
                         "--exit-with-parent"]  # never orphaned: it drains and exits if the trainer dies
