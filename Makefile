@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SYSTEM_SETUP := scripts/system_setup.sh || echo "warning: scripts/system_setup.sh failed; the sandbox's docker backend is unavailable" >&2
 
-.PHONY: setup system-setup demo test test-fast proto bench bench-math verify-diff bench-rm bench-sandbox bench-sandbox-docker bench-trainer bench-http bench-scale demo-process bench-prm clean
+.PHONY: setup system-setup demo test lint test-fast proto bench bench-math verify-diff bench-rm bench-sandbox bench-sandbox-docker bench-trainer bench-http bench-scale demo-process bench-prm clean
 
 setup: system-setup $(STAMP)
 
@@ -37,12 +37,17 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 test: $(STAMP)
+	$(PY) -m ruff check .  # the linter first: it takes a second, the images minutes
 	# The sandbox's docker runner image, once per machine (cached by tag; ~2 min the first time):
 	# built here rather than inside the first docker test, which would count it against its timeout.
 	$(PY) -m sandbox.docker_image build --if-possible || echo "warning: no sandbox runner image; the docker tests will say why" >&2
 	# The service images of docker-compose.yml (cached; ~3 min the first time), for tests/e2e/test_compose.py.
 	$(PY) deploy/docker/build_images.py || echo "warning: service images not built; the compose test will say why" >&2
 	$(PY) -m pytest -q
+
+# The linter alone (rules in pyproject.toml's [tool.ruff]); `make test` runs it first.
+lint: $(STAMP)
+	$(PY) -m ruff check .
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"

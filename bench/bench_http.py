@@ -29,7 +29,6 @@ import asyncio
 import os
 import random
 import signal
-import socket
 import json
 import statistics
 import subprocess
@@ -39,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import httpx
+
+from reward_core.ports import free_port
 
 #: Concurrent HTTP clients, as a trainer's reward workers would be.
 CLIENTS = 64
@@ -124,15 +125,10 @@ ADAPTERS = [
 
 # --- processes ----------------------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def registered_templates() -> set[str]:
     """Route templates of every adapter in ``adapters.py`` now (building the app opens nothing)."""
-    from reward_service.http_door.app import DoorConfig, create_app
+    from reward_service.http_door.app import create_app
+    from reward_service.http_door.door import DoorConfig
     from reward_service.http_door.upstream import UpstreamConfig
 
     return {getattr(r, "path", "") for r in create_app(DoorConfig(UpstreamConfig("127.0.0.1:9"))).routes}
@@ -146,7 +142,8 @@ def serve_door(upstream: str, port: int) -> None:
     from starlette.routing import Route
 
     from reward_service.http_door.adapters import ALL_ADAPTERS
-    from reward_service.http_door.app import DoorConfig, FrontDoor, create_app
+    from reward_service.http_door.app import create_app
+    from reward_service.http_door.door import DoorConfig, FrontDoor
     from reward_service.http_door.upstream import UpstreamConfig
 
     def batcher_route(door: FrontDoor) -> list:

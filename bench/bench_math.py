@@ -26,7 +26,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,8 @@ from pathlib import Path
 from typing import Callable
 
 from math_peer import peer
+
+from reward_core.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DEVSET = ROOT / "data" / "math_devset.jsonl"
@@ -119,12 +120,6 @@ def gsm8k_rollouts(n_groups: int = 64, group_size: int = 16, seed: int = 0) -> l
             rollouts.append({"id": f"g{g}-{k}", "task": "gsm8k", "completion": completion,
                              "reference": {"answer": str(gold)}, "group_id": f"g{g}"})
     return rollouts
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def bench_e2e(workers: int) -> None:

@@ -21,7 +21,6 @@ import argparse
 import os
 import queue
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from reward_core.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = ("the", "sum", "of", "two", "numbers", "is", "equal", "to", "seven", "therefore", "we", "compute",
@@ -97,12 +98,6 @@ def native_bf16_missing(device: str, dtype: str) -> str:
         return ""
     return ("this CPU has neither avx512_bf16 nor amx_bf16: bfloat16 would be emulated; skipping "
             "(the float32 figures stand)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_server(checkpoint: Path, port: int, extra: list[str]) -> subprocess.Popen:

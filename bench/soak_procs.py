@@ -19,7 +19,6 @@ from __future__ import annotations
 import ctypes
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,12 +34,6 @@ WORKER_PREFIX = "reward-worker"
 CGROUP_DIRS = (Path("/sys/fs/cgroup/memory/reward-sandbox"), Path("/sys/fs/cgroup/pids/reward-sandbox"),
                Path("/sys/fs/cgroup/reward-sandbox"))
 _PR_SET_PDEATHSIG = 1
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _die_with_us() -> None:

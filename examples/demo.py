@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from reward_core.ports import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample_rollouts.jsonl"
 OUT_DIR = ROOT / "runs" / "demo"
@@ -40,12 +41,6 @@ TINY_START = ROOT / "runs" / "tiny_start"
 GRPO_CONFIG = ROOT / "configs" / "demo_grpo.yaml"
 GRPO_RUN = OUT_DIR / "grpo"
 WINDOW = 10  # steps averaged for the start/end reward
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_until_serving(address: str, timeout_s: float = 60.0) -> None:

@@ -266,9 +266,9 @@ class Executor(Protocol):
     anything runs when a request is unusable; a sandbox failure during a run is a
     SANDBOX_ERROR result, not an exception.
 
-    ``execute`` may take ``cancel`` (a :class:`Cancellation`): a program not yet started is not
-    started, and a running one is killed (the result is then SANDBOX_ERROR). The sandbox server
-    passes it when the executor's ``execute`` accepts it.
+    ``execute`` takes ``cancel`` (a :class:`Cancellation`, or None): a program not yet started is
+    not started, and a running one is killed (the result is then SANDBOX_ERROR). Every executor,
+    test stand-ins included, accepts it; callers pass it without checking.
     """
 
     name: str

@@ -23,7 +23,6 @@ from when it was queued.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import threading
 import time
@@ -50,21 +49,12 @@ logger = logging.getLogger(__name__)
 CANCELLED_ERROR = "not run: the call was cancelled or its deadline passed"
 
 
-def accepts_cancel(executor: Executor) -> bool:
-    """Does ``executor.execute`` take ``cancel=`` (every backend of sandbox/ does; a stand-in may not)?"""
-    try:
-        return "cancel" in inspect.signature(executor.execute).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 class SandboxServicer:
     """Execute and ExecuteBatch over one Executor (coroutines on the server's loop)."""
 
     def __init__(self, executor: Executor, languages: Mapping[str, Language], limits: RequestLimits,
                  concurrency: int, metrics: SandboxMetrics | None = None) -> None:
         self._executor = executor
-        self._cancellable = accepts_cancel(executor)
         self._languages = dict(languages)
         self._limits = limits
         self._pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="sandbox-exec")
@@ -187,10 +177,7 @@ class SandboxServicer:
             return sandbox_error(request, CANCELLED_ERROR, backend)
         t0 = time.monotonic()
         try:
-            if self._cancellable:
-                result = self._executor.execute(request, cancel=cancel)
-            else:
-                result = self._executor.execute(request)
+            result = self._executor.execute(request, cancel=cancel)
         except InvalidExecutionRequest:
             raise
         except Exception as exc:  # noqa: BLE001 -- a failing executor is a sandbox error, not a dead call

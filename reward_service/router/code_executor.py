@@ -7,7 +7,6 @@ front door's ``/run_code``, verl) share those slots instead of starting a second
 
 from __future__ import annotations
 
-import inspect
 from typing import Sequence
 
 from reward_service.tasks.code_task import CodeTask
@@ -25,10 +24,7 @@ class CodeTaskExecutor:
         self.name = f"code-task:{task.backend}"
 
     def execute(self, request: ExecutionRequest, cancel: Cancellation | None = None) -> ExecutionResult:
-        executor = self._task.executor()
-        if cancel is not None and "cancel" in inspect.signature(executor.execute).parameters:
-            return executor.execute(request, cancel=cancel)
-        return executor.execute(request)
+        return self._task.executor().execute(request, cancel=cancel)
 
     def execute_batch(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult]:
         return list(self._task.executor().execute_batch(requests))

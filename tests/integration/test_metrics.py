@@ -1,23 +1,17 @@
 """The server exports Prometheus metrics on --metrics-port."""
 
-import socket
 import urllib.request
 
 import pytest
 from prometheus_client import generate_latest
 
 from reward_core.contract import RolloutResult, RolloutStatus, ScoreBatchResult, group_stats
+from reward_core.ports import free_port
 from reward_service.router.metrics import UNKNOWN_TASK_LABEL, RewardMetrics
 from reward_service.pool.worker_pool import ItemTimeout, PoolConfig, WorkerCrashed, WorkerPool
 from tests.integration import pool_jobs
 from tests.integration.conftest import start_server
 from trainer_client import RewardClient
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_scored_rollouts_are_counted_by_task_and_status():

@@ -16,6 +16,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from reward.v1 import reward_pb2 as pb
 from reward.v1 import reward_pb2_grpc
 from reward_core.contract import RolloutStatus
+from reward_core.ports import free_port
 from tests.integration.conftest import start_server
 from trainer_client import AsyncRewardClient, RewardClient
 
@@ -295,11 +296,7 @@ def test_draining_server_answers_unavailable_and_reports_not_serving():
 
 
 def test_client_waits_for_a_server_that_starts_late():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     started = []
     timer = threading.Timer(1.0, lambda: started.append(start_server(port=port, workers=1)))
     timer.start()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from reward.v1 import reward_pb2 as pb
 from reward.v1 import reward_pb2_grpc
+from reward_core.ports import free_port
 from reward_service.router.servicer import SHUTDOWN_REASON
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,12 +33,6 @@ tasks:
   sleep:
     task: tests.integration.stress_tasks:SleepTask
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def children_of(pid: int) -> set[int]:

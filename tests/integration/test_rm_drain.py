@@ -19,8 +19,9 @@ from grpc_health.v1 import health_pb2
 
 from reward.v1 import reward_model_pb2 as pb
 from reward.v1 import reward_model_pb2_grpc
+from reward_core.ports import free_port
 from reward_service.rm.rm_server import create_rm_server
-from tests.integration.test_rm_metrics import Scrape, free_port, wait_for
+from tests.integration.test_rm_metrics import Scrape, wait_for
 from tests.integration.test_rm_server import PAIRS, expect_status, health_status, request, rm_config
 from tests.rm_fixtures import make_tiny_checkpoint
 

@@ -6,7 +6,6 @@ certainly still queued when the call ends; the metrics then show they never reac
 
 from __future__ import annotations
 
-import socket
 import time
 import urllib.request
 from typing import Callable
@@ -17,15 +16,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reward.v1 import reward_model_pb2 as pb
 from reward.v1 import reward_model_pb2_grpc
+from reward_core.ports import free_port
 from reward_service.rm.rm_server import create_rm_server
 from tests.integration.test_rm_server import PAIRS, expect_status, request, rm_config
 from tests.rm_fixtures import make_tiny_checkpoint
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:

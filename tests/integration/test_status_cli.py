@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import socket
 
 import pytest
 
+from reward_core.ports import free_port
 from reward_core.server_security import ServerSecurityConfig
 from reward_service.cli import main
 from reward_service.status_cli import MetricsSnapshot, metrics_lines
@@ -14,12 +14,6 @@ from tests.integration.conftest import start_server
 from trainer_client import RewardClient
 
 TOKEN = "status-test-token"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(autouse=True)

@@ -157,7 +157,7 @@ class RaisingExecutor:
 
     name = "raising-double"
 
-    def execute(self, request):
+    def execute(self, request, cancel=None):
         if request.id == "refused":
             raise ex.InvalidExecutionRequest("unknown language 'x'")
         raise RuntimeError("sandbox exploded")
