@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import uvicorn
 from starlette.applications import Starlette
@@ -44,3 +44,18 @@ def running_door(reward_address: str, **options) -> Iterator[str]:
     """``serve_app`` with every adapter; yields the base URL only."""
     with serve_app(reward_address, **options) as (url, _):
         yield url
+
+
+@contextlib.contextmanager
+def batches_only_when_full(batcher, size: int) -> Iterator[None]:
+    """The door's micro-batcher sends a batch only once it holds ``size`` items (no timer flush).
+
+    With ``size`` callers that each wait for their answer before the next call, every batch then
+    holds exactly one call of each caller, whatever the scheduling: merging becomes countable.
+    """
+    saved = batcher.max_items, batcher.max_wait_s
+    batcher.max_items, batcher.max_wait_s = size, 600.0
+    try:
+        yield
+    finally:
+        batcher.max_items, batcher.max_wait_s = saved

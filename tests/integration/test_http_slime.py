@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +22,7 @@ from starlette.applications import Starlette
 
 from reward_core.contract import Rollout
 from reward_service.http_door import slime as door_slime
-from tests.http_fixtures import serve_app
+from tests.http_fixtures import batches_only_when_full, serve_app
 from trainer_client import RewardClient
 
 aiohttp = pytest.importorskip("aiohttp", reason="slime's client posts with aiohttp")
@@ -121,11 +122,12 @@ def test_concurrent_single_sample_calls_are_correct_and_merged(door):
             failures.append(repr(exc))
 
     pool = [threading.Thread(target=rollout_worker, args=(w,)) for w in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join(timeout=120)
+    with batches_only_when_full(batcher, threads):  # each batch: one call of every worker
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join(timeout=120)
     assert not failures
     assert rewards == {n: 0.0 if n % 3 == 0 else 1.0 for n in range(threads * calls)}
     sent = batcher.batches_sent - before
-    assert sent < threads * calls / 2, f"{threads * calls} calls made {sent} upstream Score calls"
+    assert sent == calls, f"{threads * calls} calls made {sent} upstream Score calls, not {calls} full batches"
