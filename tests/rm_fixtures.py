@@ -53,3 +53,22 @@ def make_minilm_checkpoint(out_dir: str | Path, *, seed: int = 0, max_length: in
     torch.manual_seed(seed)
     model = AutoModelForSequenceClassification.from_pretrained(minilm_path(), num_labels=1)
     return _write(model.eval(), Path(out_dir), max_length, mean, std)
+
+
+def make_tiny_prm_checkpoint(out_dir: str | Path, *, seed: int = 0, max_length: int = 96) -> Path:
+    """A random 1-layer BERT token classifier (hidden 32) with the MiniLM tokenizer: a PRM checkpoint."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForTokenClassification
+
+    from reward_core.prm_inputs import ID2LABEL, make_spec, write_prm_config
+
+    out_dir = Path(out_dir)
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128, num_labels=2, id2label=dict(ID2LABEL),
+                        label2id={v: k for k, v in ID2LABEL.items()})
+    BertForTokenClassification(config).save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    write_prm_config(out_dir, make_spec(tokenizer, max_length))
+    return out_dir

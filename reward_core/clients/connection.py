@@ -8,6 +8,7 @@ Each client owns one channel, opened by the core's factory (:class:`ChannelConfi
 from __future__ import annotations
 
 import dataclasses
+from typing import Self
 
 import grpc
 import grpc.aio
@@ -57,3 +58,43 @@ async def aio_serving(channel: grpc.aio.Channel, timeout_s: float = HEALTH_TIMEO
     except grpc.RpcError:
         return False
     return reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+class BlockingChannelOwner:
+    """What a blocking client that owns ``self._channel`` offers: health, ``close`` and ``with``."""
+
+    _channel: grpc.Channel
+
+    def serving(self, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:
+        """Whether the server answers the standard health check SERVING (False when unreachable)."""
+        return serving(self._channel, timeout_s)
+
+    def close(self) -> None:
+        """Closes the client's channel."""
+        self._channel.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncChannelOwner:
+    """The asyncio counterpart of :class:`BlockingChannelOwner` (``async with``)."""
+
+    _channel: grpc.aio.Channel
+
+    async def serving(self, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:
+        """Whether the server answers the standard health check SERVING (False when unreachable)."""
+        return await aio_serving(self._channel, timeout_s)
+
+    async def close(self) -> None:
+        """Closes the client's channel."""
+        await self._channel.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -27,7 +27,7 @@ import itertools
 import os
 import socket
 import uuid
-from typing import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
 
 import grpc
 
@@ -104,7 +104,7 @@ class _ClientBase:
         return convert.score_request_to_proto(rollouts, request_id or self._new_id(), timeout)
 
 
-class RewardClient(_ClientBase):
+class RewardClient(_ClientBase, connection.BlockingChannelOwner):
     """Blocking client. Thread-safe: one instance can serve many threads."""
 
     def __init__(self, endpoint: str, *, timeout_s: float = 120.0, chunk_size: int = 1024,
@@ -169,21 +169,8 @@ class RewardClient(_ClientBase):
         response = self._stub.ListTasks(pb.ListTasksRequest(), timeout=self.timeout_s, metadata=self._metadata)
         return [convert.task_info_from_proto(t) for t in response.tasks]
 
-    def serving(self, timeout_s: float = 5.0) -> bool:
-        """Whether the server answers the standard health check SERVING (False when unreachable)."""
-        return connection.serving(self._channel, timeout_s)
 
-    def close(self) -> None:
-        self._channel.close()
-
-    def __enter__(self) -> "RewardClient":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class AsyncRewardClient(_ClientBase):
+class AsyncRewardClient(_ClientBase, connection.AsyncChannelOwner):
     """asyncio client: chunks of one call are sent concurrently (up to ``max_concurrency``)."""
 
     def __init__(self, endpoint: str, *, timeout_s: float = 120.0, chunk_size: int = 1024,
@@ -243,16 +230,3 @@ class AsyncRewardClient(_ClientBase):
     async def list_tasks(self) -> list[TaskInfo]:
         response = await self._stub.ListTasks(pb.ListTasksRequest(), timeout=self.timeout_s, metadata=self._metadata)
         return [convert.task_info_from_proto(t) for t in response.tasks]
-
-    async def serving(self, timeout_s: float = 5.0) -> bool:
-        """Async counterpart of RewardClient.serving."""
-        return await connection.aio_serving(self._channel, timeout_s)
-
-    async def close(self) -> None:
-        await self._channel.close()
-
-    async def __aenter__(self) -> "AsyncRewardClient":
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()

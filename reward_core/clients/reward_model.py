@@ -17,7 +17,7 @@ The server merges concurrent calls into batches, so small calls cost little.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from reward.v1 import reward_model_pb2 as pb
 from reward.v1 import reward_model_pb2_grpc
@@ -92,7 +92,7 @@ class _Base:
         return self.timeout_s if timeout_s is None else connection.check_timeout(timeout_s)
 
 
-class RewardModelClient(_Base):
+class RewardModelClient(_Base, connection.BlockingChannelOwner):
     """Blocking client of a RewardModelService. Thread-safe; ``close()`` closes its channel.
 
     ``timeout_s`` is every call's deadline (``reload`` may take its own); ``client_id``, when
@@ -125,21 +125,8 @@ class RewardModelClient(_Base):
                                   metadata=self._metadata)
         return _reload_reply(reply)
 
-    def serving(self, timeout_s: float = connection.HEALTH_TIMEOUT_S) -> bool:
-        """Whether the server answers the standard health check SERVING (False when unreachable)."""
-        return connection.serving(self._channel, timeout_s)
 
-    def close(self) -> None:
-        self._channel.close()
-
-    def __enter__(self) -> "RewardModelClient":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class AsyncRewardModelClient(_Base):
+class AsyncRewardModelClient(_Base, connection.AsyncChannelOwner):
     """asyncio client of a RewardModelService: the methods of :class:`RewardModelClient`, awaitable.
 
     Create it inside the event loop that uses it.
@@ -166,15 +153,3 @@ class AsyncRewardModelClient(_Base):
         reply = await self._stub.Reload(pb.ReloadRequest(checkpoint_path=checkpoint_path),
                                         timeout=self._deadline(timeout_s), metadata=self._metadata)
         return _reload_reply(reply)
-
-    async def serving(self, timeout_s: float = connection.HEALTH_TIMEOUT_S) -> bool:
-        return await connection.aio_serving(self._channel, timeout_s)
-
-    async def close(self) -> None:
-        await self._channel.close()
-
-    async def __aenter__(self) -> "AsyncRewardModelClient":
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()

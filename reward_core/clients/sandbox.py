@@ -21,8 +21,9 @@ results, is ``sandbox.create_remote_executor(...)``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 import grpc
 
@@ -83,7 +84,7 @@ class _Base:
         self._metadata = connection.call_metadata(client_id)
 
 
-class SandboxClient(_Base):
+class SandboxClient(_Base, connection.BlockingChannelOwner):
     """Blocking client of a SandboxService. Thread-safe; ``close()`` closes its channel.
 
     ``timeout_s`` is every call's deadline (a batch's programs all run within it); ``client_id``,
@@ -112,21 +113,8 @@ class SandboxClient(_Base):
                                               metadata=self._metadata)
         return _batch_results(self.endpoint, _wait(call, cancel), requests)
 
-    def serving(self, timeout_s: float = connection.HEALTH_TIMEOUT_S) -> bool:
-        """Whether the server answers the standard health check SERVING (False when unreachable)."""
-        return connection.serving(self._channel, timeout_s)
 
-    def close(self) -> None:
-        self._channel.close()
-
-    def __enter__(self) -> "SandboxClient":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class AsyncSandboxClient(_Base):
+class AsyncSandboxClient(_Base, connection.AsyncChannelOwner):
     """asyncio client of a SandboxService: the methods of :class:`SandboxClient`, awaitable.
 
     Create it inside the event loop that uses it; cancelling the awaiting task cancels the call.
@@ -147,15 +135,3 @@ class AsyncSandboxClient(_Base):
         reply = await self._stub.ExecuteBatch(_batch_request(requests), timeout=self.timeout_s,
                                               metadata=self._metadata)
         return _batch_results(self.endpoint, reply, requests)
-
-    async def serving(self, timeout_s: float = connection.HEALTH_TIMEOUT_S) -> bool:
-        return await connection.aio_serving(self._channel, timeout_s)
-
-    async def close(self) -> None:
-        await self._channel.close()
-
-    async def __aenter__(self) -> "AsyncSandboxClient":
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()

