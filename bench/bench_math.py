@@ -30,8 +30,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from math_peer import peer
 
@@ -162,8 +162,9 @@ def bench_e2e(workers: int) -> None:
           f"= {verify_s / workers:.3f}s of wall time on {workers} workers")
     print(f"share of gRPC batch time outside verification: {1 - verify_s / workers / t_batch:.1%}")
     print(f"share of gRPC batch time due to gRPC + serialization (vs in-process): {1 - t_local / t_batch:.1%}")
+    same = [r.score for r in local.results] == [r.score for r in batch.results]
     print(f"mean reward {statistics.mean(r.score for r in batch.results):.3f}; "
-          f"in-process results equal gRPC results: {[r.score for r in local.results] == [r.score for r in batch.results]}")
+          f"in-process results equal gRPC results: {same}")
 
 
 def main() -> int:

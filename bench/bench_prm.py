@@ -184,9 +184,9 @@ def main() -> int:
                 res = run_worker(kind, args, data, Path(tmp) / f"{kind}-{r}")
                 results[kind].append(res)
                 print(f"run {r} {kind}: {json.dumps(res)}", flush=True)
+    backbone = f"packaged MiniLM, first {args.layers} layers" if args.layers else (args.model or "packaged MiniLM")
     print(f"\nPRM training, {args.n_train} train / {args.n_test} held-out problems, {args.epochs} epochs, "
-          f"batch {args.batch_size}, lr {args.lr}, backbone "
-          f"{('packaged MiniLM, first %d layers' % args.layers) if args.layers else (args.model or 'packaged MiniLM')}, "
+          f"batch {args.batch_size}, lr {args.lr}, backbone {backbone}, "
           f"{args.repeats} interleaved run(s) each, medians:")
     print(f"{'trainer':<8} {'F1(wrong)':>10} {'step acc':>9} {'majority':>9} {'steps':>6} {'wall s':>8}")
     for kind, runs in results.items():

@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 import torch
-
 from bench_rm_serving import make_minilm_checkpoint, make_requests, native_bf16_missing
 
 

@@ -106,13 +106,15 @@ def main(argv: list[str] | None = None) -> int:
                 except ImportError as exc:
                     print(f"{name}: cannot run ({exc}); install it with `.venv/bin/pip install trl`", file=sys.stderr)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.n_train} train / {args.n_test} "
-          f"held-out pairs, {args.epochs} epoch(s), batch {args.batch_size}, lr {args.lr}, max_length {args.max_length}")
+          f"held-out pairs, {args.epochs} epoch(s), batch {args.batch_size}, lr {args.lr}, "
+          f"max_length {args.max_length}")
     print(f"{'trainer':<8} {'held-out acc':>12} {'wall s':>8} {'final train loss':>17}")
     for name, r in results.items():
         print(f"{name:<8} {r['accuracy']:>12.4f} {r['wall_s']:>8.1f} {r['train_loss']:>17.4f}")
     if len(results) == 2:
         ours, trl = results["ours"], results["trl"]
-        print(f"ours/trl: accuracy {ours['accuracy'] / trl['accuracy']:.3f}x, wall time {ours['wall_s'] / trl['wall_s']:.3f}x")
+        print(f"ours/trl: accuracy {ours['accuracy'] / trl['accuracy']:.3f}x, "
+              f"wall time {ours['wall_s'] / trl['wall_s']:.3f}x")
     print(json.dumps(results))
     return 0
 

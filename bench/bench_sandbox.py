@@ -61,9 +61,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_VS_HUMAN_EVAL = 5.0
@@ -476,7 +476,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     if args.json:
         args.json.write_text(json.dumps({
-            "items": n_items, "rounds": args.repeat, "chunk": args.chunk, "canonical": len(canonical), "mutants": len(kept), "mutants_dropped": dropped,
+            "items": n_items, "rounds": args.repeat, "chunk": args.chunk, "canonical": len(canonical),
+            "mutants": len(kept), "mutants_dropped": dropped,
             "mutants_looping_replaced": loops, "workers": args.workers, "timeout_s": args.timeout,
             "runs": [{"name": r.name, "exec_per_s": r.rate, "p50_ms": r.latency_ms(0.5), "p99_ms": r.latency_ms(0.99),
                       "wall_s": r.wall_s, "wrong": correctness(r, items)[4]} for r in runs]}, indent=2))

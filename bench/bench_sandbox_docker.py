@@ -28,9 +28,9 @@ import concurrent.futures
 import statistics
 import time
 
+from reward_core.sandbox_contract import ExecutionRequest, Limits, TestStyle, Verdict
 from sandbox.docker_backend import DockerConfig, DockerExecutor, container_settings
 from sandbox.docker_image import BaseRecipe, docker_client, ensure_image, runner_tag
-from reward_core.sandbox_contract import ExecutionRequest, Limits, TestStyle, Verdict
 
 PROMPT_AND_SOLUTION = '''from typing import List
 

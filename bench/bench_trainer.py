@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"torch {torch.__version__}, {args.threads} thread(s), start {start}, {args.prompts_per_step} prompts x "
           f"{args.group_size} completions per step, {args.max_new_tokens} new tokens, beta {args.beta}, lr {args.lr}, "
           f"{args.steps} steps (timing leaves out the first)")
-    print(f"{'trainer':<8} {'s/step':>8} {'reward wait s':>14} {'wait share':>11} {f'reward first {k} -> last {k}':>24}")
+    print(f"{'trainer':<8} {'s/step':>8} {'reward wait s':>14} {'wait share':>11} "
+          f"{f'reward first {k} -> last {k}':>24}")
     for name, r in results.items():
         curve = f"{statistics.fmean(r['rewards'][:k]):.3f} -> {statistics.fmean(r['rewards'][-k:]):.3f}"
         print(f"{name:<8} {r['s_per_step']:>8.3f} {r['reward_wait_s']:>14.4f} {100 * r['reward_wait_share']:>10.2f}% "

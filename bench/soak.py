@@ -37,10 +37,10 @@ from collections import Counter
 from pathlib import Path
 
 import grpc
-
 from soak_procs import FaultInjector, Watcher, sandbox_cgroups, start_server, stop_server
 from soak_report import Ledger, log_tail, print_report
 from soak_workload import make_batch
+
 from reward_core.ports import free_port
 from trainer_client import RewardClient
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from verify_diff_rewrites import change_number, rewrites, wrongs
 

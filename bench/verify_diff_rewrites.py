@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Callable
 
 # ---------------------------------------------------------------- answer structure
 

@@ -32,8 +32,8 @@ import math
 import random
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from trainer_client import AsyncRewardClient, GroupResult, RewardClient
 
@@ -89,7 +89,8 @@ def group_advantages(rewards: Sequence[float | None]) -> list[float]:
     return [0.0 if r is None else (r - mean) / (std + 1e-4) for r in rewards]
 
 
-def to_groups(rows: Sequence[Row], completions: Sequence[Sequence[str]], step: int, offset: int = 0) -> list[list[dict]]:
+def to_groups(rows: Sequence[Row], completions: Sequence[Sequence[str]], step: int,
+              offset: int = 0) -> list[list[dict]]:
     """One group per prompt; ids unique within the call."""
     return [[{"id": f"s{step}-p{offset + i}-{k}", "task": "gsm8k", "prompt": row.prompt, "completion": c,
               "reference": row.reference} for k, c in enumerate(group)]

@@ -7,7 +7,8 @@ real reward server (~2 minutes on two CPU cores, with its progress bar), ending 
 the reward-curve PNG. Everything it starts is stopped afterwards. Launch lines it runs:
 
     python -m reward_service serve --port PORT --workers 2 --config configs/rewards.yaml
-    python -m reward_service score --in data/sample_rollouts.jsonl --out runs/demo/scores.jsonl --endpoint 127.0.0.1:PORT
+    python -m reward_service score --in data/sample_rollouts.jsonl --out runs/demo/scores.jsonl \
+        --endpoint 127.0.0.1:PORT
     python -m examples.tiny.make_start --out runs/tiny_start --seed 0      # skipped when already built
     trainer-client --log-level WARNING grpo --config configs/demo_grpo.yaml --run-dir runs/demo/grpo \
         --set model.path=runs/tiny_start --set data.train=runs/tiny_start/rl_train.jsonl --set run.resume=false

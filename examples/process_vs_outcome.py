@@ -35,9 +35,10 @@ import logging
 import shutil
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -153,7 +154,8 @@ def run_arm(cfg: ExperimentConfig, advantage: str, start: Path, train: Path) -> 
     return {"advantage": advantage, "steps": summary.end_step, "wall_s": round(summary.wall_time_s, 1),
             "final_accuracy": final, "step_accuracy": step_acc,
             "final_accuracy_first": statistics.fmean(final[:k]), "final_accuracy_last": statistics.fmean(final[-k:]),
-            "step_accuracy_first": statistics.fmean(step_acc[:k]), "step_accuracy_last": statistics.fmean(step_acc[-k:]),
+            "step_accuracy_first": statistics.fmean(step_acc[:k]),
+            "step_accuracy_last": statistics.fmean(step_acc[-k:]),
             "heldout": held_out_eval(trainer.model, trainer.tokenizer, cfg).as_dict()}
 
 

@@ -27,8 +27,8 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -21,7 +21,8 @@ Rollouts then name it: ``{"id": "1", "task": "word_budget", "completion": "...",
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskOutcome
 

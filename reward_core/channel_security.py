@@ -21,9 +21,10 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -80,7 +81,7 @@ class ClientSecurity:
         return self.tls or bool(self.tls_ca)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "ClientSecurity":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ClientSecurity:
         """From ``REWARD_SUITE_AUTH_TOKEN[_FILE]``, ``REWARD_SUITE_TLS``, ``REWARD_SUITE_TLS_CA``,
         ``REWARD_SUITE_TLS_CLIENT_CERT``/``_KEY``, ``REWARD_SUITE_TLS_SERVER_NAME``; none set: plaintext."""
         env = os.environ if environ is None else environ

@@ -9,8 +9,9 @@ from __future__ import annotations
 import enum
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 class RolloutStatus(enum.IntEnum):
@@ -36,7 +37,7 @@ class RolloutStatus(enum.IntEnum):
         return self is RolloutStatus.UNAVAILABLE
 
     @classmethod
-    def from_name(cls, name: str) -> "RolloutStatus":
+    def from_name(cls, name: str) -> RolloutStatus:
         """Parses ``"OK"``/``"ok"``/``"ROLLOUT_STATUS_OK"``; raises ValueError otherwise."""
         key = name.upper().removeprefix("ROLLOUT_STATUS_")
         try:
@@ -75,7 +76,7 @@ class Rollout:
     group_id: str = ""
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, default_task: str = "") -> "Rollout":
+    def from_dict(cls, data: Mapping[str, Any], *, default_task: str = "") -> Rollout:
         """Builds a rollout from a JSONL-style dict, raising InvalidRollout on bad fields."""
         if not isinstance(data, Mapping):
             raise InvalidRollout(f"a rollout must be a JSON object, not {type(data).__name__}")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
@@ -13,8 +14,8 @@ from reward_core.contract import (
     Rollout,
     RolloutResult,
     RolloutStatus,
-    StepScore,
     ScoreBatchResult,
+    StepScore,
     TaskInfo,
 )
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 import grpc
 

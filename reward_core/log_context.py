@@ -22,7 +22,8 @@ import datetime
 import json
 import logging
 import sys
-from typing import Iterator, TextIO
+from collections.abc import Iterator
+from typing import TextIO
 
 __all__ = ["LOG_FORMATS", "JsonFormatter", "RequestContextFilter", "TextFormatter", "configure_logging",
            "current_client_id", "current_request_id", "request_context"]

@@ -9,8 +9,9 @@ first item, whichever comes first; every caller gets back exactly its own result
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Generic, Sequence, TypeVar
+from typing import Generic, TypeVar
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")

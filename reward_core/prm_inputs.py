@@ -41,9 +41,10 @@ transformers when called.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from reward_core.rm_inputs import plan_truncation
 
@@ -109,7 +110,8 @@ def resolve_separator(tokenizer: Any, requested: str | None = None) -> tuple[str
     ids = _ids(tokenizer, DEFAULT_SEPARATOR)
     if ids:
         return DEFAULT_SEPARATOR, ids
-    for token, token_id in ((tokenizer.sep_token, tokenizer.sep_token_id), (tokenizer.eos_token, tokenizer.eos_token_id)):
+    for token, token_id in ((tokenizer.sep_token, tokenizer.sep_token_id),
+                            (tokenizer.eos_token, tokenizer.eos_token_id)):
         if token is not None and token_id is not None:
             return token, [int(token_id)]
     raise ValueError("the tokenizer drops '\\n' and has neither a sep nor an eos token; pass a step separator")

@@ -33,9 +33,10 @@ import json
 import math
 import threading
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 TRUNCATION_POLICY = "prompt_left"
 TRUNCATION_POLICIES = (TRUNCATION_POLICY,)
@@ -91,7 +92,8 @@ def encode_pair(
     if truncation not in TRUNCATION_POLICIES:
         raise ValueError(f"unknown truncation policy {truncation!r}; use one of {TRUNCATION_POLICIES}")
     if not isinstance(prompt, str) or not isinstance(completion, str):
-        raise TypeError(f"prompt and completion must be str, got {type(prompt).__name__} and {type(completion).__name__}")
+        raise TypeError(f"prompt and completion must be str, got {type(prompt).__name__} "
+                        f"and {type(completion).__name__}")
     is_pair = bool(completion)
     budget = max_length - int(tokenizer.num_special_tokens_to_add(pair=is_pair))
     if budget < 1:
@@ -109,7 +111,7 @@ def encode_pair(
 
 # A private, stateless copy of each fast tokenizer's backend: the shared backend carries
 # truncation/padding state that every `tokenizer(...)` call rewrites.
-_BACKENDS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_BACKENDS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _BACKENDS_LOCK = threading.Lock()
 
 

@@ -33,8 +33,9 @@ from __future__ import annotations
 import enum
 import logging
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import fields
-from typing import Any, Sequence
+from typing import Any
 
 from reward.v1 import sandbox_pb2 as pb
 from reward_core.sandbox_contract import (

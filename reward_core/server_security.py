@@ -21,9 +21,9 @@ import ipaddress
 import logging
 import os
 import socket
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
 
 import grpc
 import grpc.aio

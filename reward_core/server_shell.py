@@ -16,8 +16,9 @@ import asyncio
 import functools
 import logging
 import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import Future
-from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 import grpc.aio

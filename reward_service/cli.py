@@ -22,20 +22,20 @@ import dataclasses
 import logging
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from tqdm import tqdm
 
 from reward_core.channel_security import add_client_security_flags, client_security_from_args
 from reward_core.config_flags import add_dataclass_flags, dataclass_values
-from reward_core.contract import Rollout, RolloutResult
+from reward_core.contract import Rollout
 from reward_core.log_context import LOG_FORMATS, configure_logging
+from reward_core.server_security import add_server_security_flags, server_security_from_args
 from reward_service.jsonl_io import JsonlError, read_rollouts, write_results
-from reward_service.router.rewards_config import RewardsConfig, RewardsConfigError
 from reward_service.rm.rm_server import RewardModelServerConfig
+from reward_service.router.rewards_config import RewardsConfig, RewardsConfigError
 from reward_service.router.server import ServerConfig
 from reward_service.status_cli import add_status_command
-from reward_core.server_security import add_server_security_flags, server_security_from_args
 
 logger = logging.getLogger(__name__)
 ENV_PREFIX = "REWARD_SERVICE_"

@@ -84,7 +84,7 @@ class MetricsSnapshot:
     taken_at: float = 0.0
 
     @classmethod
-    def parse(cls, text: str, taken_at: float = 0.0) -> "MetricsSnapshot":
+    def parse(cls, text: str, taken_at: float = 0.0) -> MetricsSnapshot:
         samples: dict[str, dict[Labels, float]] = defaultdict(dict)
         for family in text_string_to_metric_families(text):
             for s in family.samples:

@@ -25,9 +25,9 @@ from __future__ import annotations
 import abc
 import contextlib
 import contextvars
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterator, Mapping, Protocol, Sequence
-
+from typing import Any, ClassVar, Protocol
 
 from reward_core.contract import RolloutStatus, StepScore, TaskInfo
 
@@ -103,11 +103,11 @@ class TaskOutcome:
     steps: tuple[StepScore, ...] = ()
 
     @classmethod
-    def binary(cls, correct: bool, *, extracted: str = "", detail: str = "") -> "TaskOutcome":
+    def binary(cls, correct: bool, *, extracted: str = "", detail: str = "") -> TaskOutcome:
         return cls(score=1.0 if correct else 0.0, extracted=extracted, detail=detail)
 
     @classmethod
-    def no_answer(cls, detail: str = "no answer found") -> "TaskOutcome":
+    def no_answer(cls, detail: str = "no answer found") -> TaskOutcome:
         return cls(score=0.0, status=RolloutStatus.NO_ANSWER, detail=detail)
 
 

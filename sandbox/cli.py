@@ -22,13 +22,13 @@ import json
 import logging
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from reward_core.channel_security import add_client_security_flags, client_security_from_args
 from reward_core.config_flags import add_dataclass_flags, dataclass_values
 from reward_core.log_context import LOG_FORMATS, configure_logging
-from reward_core.server_security import add_server_security_flags, server_security_from_args
 from reward_core.sandbox_contract import Executor, InvalidExecutionRequest, Limits, SandboxUnavailable
+from reward_core.server_security import add_server_security_flags, server_security_from_args
 from sandbox.languages import Language, load_languages, resolve_language
 from sandbox.server import BACKENDS, SandboxServerConfig
 

@@ -75,9 +75,11 @@ import struct
 import threading
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
+from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult, Limits, SandboxUnavailable
 from sandbox.docker_image import (
     LABEL,
     RUNTIME_PATH_IN_IMAGE,
@@ -86,7 +88,6 @@ from sandbox.docker_image import (
     docker_client,
     ensure_image,
 )
-from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult, Limits, SandboxUnavailable
 from sandbox.languages import Language, resolve_language
 from sandbox.slot_pool import SlotPool
 from sandbox.zygote_client import SlotHandle, ZygoteDied, ZygoteTimeout
@@ -389,7 +390,7 @@ class DockerExecutor:
         with self._lock:
             self._containers.clear()
 
-    def __enter__(self) -> "DockerExecutor":
+    def __enter__(self) -> DockerExecutor:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -17,8 +17,9 @@ cannot run on this host.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from reward_core.sandbox_contract import Executor
 from sandbox.languages import Language, load_languages

@@ -16,9 +16,9 @@ program (compilation gets ``Limits.compile_wall_s``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 import yaml
 

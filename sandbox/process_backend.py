@@ -21,9 +21,9 @@ zygote keeps just the capabilities listed in ``CAPS``, the supervisor runs as a
 uid of its own with only CAP_KILL, and B runs as the slot's own uid with none.
 Nothing in the slot may create a user namespace (a seccomp filter installed by
 the zygote, sandbox/runtime/seccomp.py). As a normal user, bwrap adds a user
-namespace (uid 0 inside, the same caps; the same seccomp filter), B keeps that uid but drops every capability and is PID 1 of its own PID
-namespace, and there are no cgroups, so no process-count limit beyond the wall
-clock (logged once).
+namespace (uid 0 inside, the same caps; the same seccomp filter), B keeps that
+uid but drops every capability and is PID 1 of its own PID namespace, and there
+are no cgroups, so no process-count limit beyond the wall clock (logged once).
 
 cgroups (sandbox/slot_cgroups.py; v2 where the host has it, v1 otherwise): each
 slot gets a ``supervisor`` and a ``programs`` cgroup for memory and pids; the
@@ -40,9 +40,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from reward_core.sandbox_contract import (
     Cancellation,
@@ -344,7 +344,7 @@ class ProcessExecutor:
         self.pool.close()
         self.cgroups.remove()
 
-    def __enter__(self) -> "ProcessExecutor":
+    def __enter__(self) -> ProcessExecutor:
         return self
 
     def __exit__(self, *exc: object) -> None:

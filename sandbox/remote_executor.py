@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 import grpc
 

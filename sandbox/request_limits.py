@@ -13,14 +13,14 @@ error of the call.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 import grpc
 
 from reward.v1 import sandbox_pb2 as pb
-from reward_core.grpc_common import DEFAULT_MAX_CALL_S, RequestRejected
 from reward_core import sandbox_convert as convert
+from reward_core.grpc_common import DEFAULT_MAX_CALL_S, RequestRejected
 from reward_core.sandbox_contract import ExecutionRequest, InvalidExecutionRequest, Limits, TestStyle
 from sandbox.languages import Language
 from sandbox.runtime.check_split import count_cases

@@ -31,9 +31,9 @@ from reward.v1 import sandbox_pb2
 from reward_core.config_flags import nested
 from reward_core.grpc_common import DEFAULT_MAX_CONNECTION_AGE_S, server_options
 from reward_core.metrics_http import MetricsEndpoint
+from reward_core.sandbox_contract import Executor
 from reward_core.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from reward_core.server_shell import AioServerShell
-from reward_core.sandbox_contract import Executor
 from sandbox.languages import Language, load_languages
 from sandbox.request_limits import RequestLimits
 from sandbox.servicer import SandboxServicer

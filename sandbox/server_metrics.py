@@ -17,7 +17,7 @@ Series:
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram

@@ -26,17 +26,23 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
-from typing import Mapping, Sequence
 
 import grpc
 import grpc.aio
 
 from reward.v1 import sandbox_pb2 as pb
-from reward_core.grpc_common import RequestRejected, unexpected_as_internal, wait_budget
-from reward_core.server_shell import run_blocking
 from reward_core import sandbox_convert as convert
-from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult, Executor, InvalidExecutionRequest
+from reward_core.grpc_common import RequestRejected, unexpected_as_internal, wait_budget
+from reward_core.sandbox_contract import (
+    Cancellation,
+    ExecutionRequest,
+    ExecutionResult,
+    Executor,
+    InvalidExecutionRequest,
+)
+from reward_core.server_shell import run_blocking
 from sandbox.languages import Language
 from sandbox.request_limits import RequestLimits, parse_requests, validate_request
 from sandbox.server_metrics import SandboxMetrics

@@ -30,8 +30,8 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult, SandboxUnavailable
 from sandbox.languages import Language

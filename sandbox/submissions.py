@@ -28,10 +28,11 @@ from __future__ import annotations
 import collections
 import json
 import logging
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, TextIO
+from typing import Any, TextIO
 
 from reward_core.sandbox_contract import (
     ExecutionRequest,

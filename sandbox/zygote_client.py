@@ -21,8 +21,9 @@ import math
 import os
 import select
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 from reward_core.sandbox_contract import ExecutionRequest, InvalidExecutionRequest, TestStyle
 from sandbox.languages import Language, resolve_language
@@ -68,7 +69,7 @@ class PipeTransport:
         os.set_blocking(write_fd, False)
 
     @classmethod
-    def from_popen(cls, proc: Any) -> "PipeTransport":
+    def from_popen(cls, proc: Any) -> PipeTransport:
         """For ``subprocess.Popen(..., stdin=PIPE, stdout=PIPE)``: writes go to stdin, reads from stdout."""
         return cls(proc.stdout.fileno(), proc.stdin.fileno())
 

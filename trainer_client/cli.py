@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import typing
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from trainer_client.prm.prm_cli import register_prm_commands
 from trainer_client.subcommands import (

@@ -53,12 +53,13 @@ import logging
 import threading
 import time
 import uuid
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import grpc
 
-from reward_core.contract import RolloutResult, RolloutStatus, group_stats
 from reward_core.clients import RewardClient
+from reward_core.contract import RolloutResult, RolloutStatus, group_stats
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +165,8 @@ class RewardServiceReward:
             raise ValueError(f"column {name!r} has {len(values)} values for {n} completions")
         return values
 
-    def rollouts(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> tuple[list[dict], list[int]]:
+    def rollouts(self, prompts: Sequence[Any], completions: Sequence[Any],
+                 **kwargs: Any) -> tuple[list[dict], list[int]]:
         """The reward-service rollouts of one call (one dict per completion) and each row's group index."""
         n = len(completions)
         if len(prompts) != n:
@@ -233,7 +235,7 @@ class RewardServiceReward:
                 self._client.close()
                 self._client = None
 
-    def __enter__(self) -> "RewardServiceReward":
+    def __enter__(self) -> RewardServiceReward:
         return self
 
     def __exit__(self, *exc: object) -> None:

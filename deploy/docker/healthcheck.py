@@ -26,7 +26,8 @@ def grpc_serving(port: int, timeout_s: float) -> str:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=timeout_s)
         except grpc.RpcError as exc:
             return f"{exc.code().name}: {exc.details()}"
-    return "" if reply.status == health_pb2.HealthCheckResponse.SERVING else health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    return ("" if reply.status == health_pb2.HealthCheckResponse.SERVING
+            else health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
 
 
 def http_ok(port: int, timeout_s: float) -> str:

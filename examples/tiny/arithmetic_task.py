@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 ANSWER_MARKER = "####"
 TASK_NAME = "gsm8k"

@@ -30,9 +30,9 @@ import dataclasses
 import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
@@ -73,8 +73,9 @@ class StartConfig:
     max_new_tokens: int = field(default=32, metadata={"help": "generation limit (measurement and saved config)"})
     rl_train: int = field(default=2048, metadata={"help": "problems in rl_train.jsonl (0: none)"})
     rl_eval: int = field(default=256, metadata={"help": "problems in rl_eval.jsonl (0: none)"})
-    threads: int = field(default=1, metadata={"help": "torch CPU threads (0: torch's default); 1 is fastest "
-                                                        "for this model on a shared machine and keeps runs reproducible"})
+    threads: int = field(default=1, metadata={
+        "help": "torch CPU threads (0: torch's default); 1 is fastest "
+                "for this model on a shared machine and keeps runs reproducible"})
 
     def __post_init__(self) -> None:
         if self.size not in SIZES:

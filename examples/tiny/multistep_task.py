@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 

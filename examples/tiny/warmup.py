@@ -22,14 +22,14 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from reward_service.verifiers.math import grade_numeric
 from examples.tiny.arithmetic_task import Problem, completion_for
+from reward_service.verifiers.math import grade_numeric
 
 IGNORE_INDEX = -100
 
@@ -41,7 +41,8 @@ class WarmupStats:
     steps: int
     batch_size: int
     lr: float
-    final_loss: float = field(metadata={"help": "mean completion-token loss (label-smoothed, if smoothing) over the last 10% of steps"})
+    final_loss: float = field(metadata={
+        "help": "mean completion-token loss (label-smoothed, if smoothing) over the last 10% of steps"})
     losses: tuple[float, ...] = field(metadata={"help": "loss of every step"})
     seconds: float
     completion_tokens: int = field(metadata={"help": "completion tokens trained on, all steps"})
@@ -75,7 +76,8 @@ def collate(examples: Sequence[tuple[list[int], list[int]]], pad_id: int) -> dic
     return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
 
 
-def completion_loss(model: PreTrainedModel, batch: dict[str, torch.Tensor], label_smoothing: float = 0.0) -> torch.Tensor:
+def completion_loss(model: PreTrainedModel, batch: dict[str, torch.Tensor],
+                    label_smoothing: float = 0.0) -> torch.Tensor:
     """Mean next-token cross-entropy over the labelled (completion) tokens."""
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
     return torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1).float(), batch["labels"][:, 1:].flatten(),

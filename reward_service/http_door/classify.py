@@ -51,8 +51,9 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import grpc.aio
 from starlette.requests import Request

@@ -7,8 +7,8 @@ never the app, so neither depends on the other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.routing import BaseRoute

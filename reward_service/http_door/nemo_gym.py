@@ -38,7 +38,8 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import grpc
 from starlette.requests import Request

@@ -44,7 +44,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import grpc
 import grpc.aio

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-
 from typing import TYPE_CHECKING
 
 from reward_core.channel_security import read_token_file, token_from_env
@@ -41,7 +40,7 @@ class HttpServerConfig:
     nemo_gym_reward: str = field(default="", metadata={
         "help": "also serve this reward as a NeMo Gym resources server at the root (/verify, /seed_session, ...)"})
 
-    def door_config(self, token: str) -> "DoorConfig":
+    def door_config(self, token: str) -> DoorConfig:
         from reward_service.http_door.door import DoorConfig
 
         return DoorConfig(self.upstream, token=token, nemo_gym_reward=self.nemo_gym_reward)

@@ -8,8 +8,8 @@ clients are used call for call (one HTTP call, one gRPC call: those servers batc
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import grpc
 import grpc.aio

@@ -23,11 +23,19 @@ import signal
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from reward_service.pool import worker_main as _wm
 from reward_service.pool.types import (
-    ItemTimeout, JobError, PoolClosed, PoolConfig, PoolError, PoolStats, QueueFull, WorkerCrashed,
+    ItemTimeout,
+    JobError,
+    PoolClosed,
+    PoolConfig,
+    PoolError,
+    PoolStats,
+    QueueFull,
+    WorkerCrashed,
     WorkerStartError,
 )
 from reward_service.pool.workers import ForwardHandler, Item, Worker, WorkerState, signal_group

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from reward_service.pool.types import PoolError
 

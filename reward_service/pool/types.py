@@ -10,7 +10,7 @@ import dataclasses
 import math
 import os
 import signal
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 R = TypeVar("R")
 
@@ -84,7 +84,7 @@ class JobError(PoolError):
         return (type(self), (self.exc_type, self.message, self.remote_traceback))
 
 
-Outcome = Union[R, PoolError]
+Outcome = R | PoolError
 """What :meth:`WorkerPool.map_items` returns per input: the result or the item's PoolError."""
 
 

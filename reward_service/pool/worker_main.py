@@ -35,9 +35,10 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
-from typing import Any, Callable, Sequence
+from typing import Any
 
 MSG_READY = "ready"
 MSG_INIT_ERROR = "init_error"

@@ -35,8 +35,9 @@ import pickle
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.reduction import ForkingPickler
-from typing import Any, Callable, Generic, Iterable, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 from reward_service.pool.dispatcher import Dispatcher
 from reward_service.pool.types import (
@@ -62,7 +63,7 @@ __all__ = [
     "PoolError", "PoolStats", "QueueFull", "WorkerCrashed", "WorkerPool", "WorkerStartError",
 ]
 
-_live_pools: "weakref.WeakSet[WorkerPool[Any, Any]]" = weakref.WeakSet()
+_live_pools: weakref.WeakSet[WorkerPool[Any, Any]] = weakref.WeakSet()
 _atexit_lock = threading.Lock()
 _atexit_registered = False
 

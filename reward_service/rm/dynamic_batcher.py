@@ -26,8 +26,9 @@ import concurrent.futures
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 from reward_core.rm_inputs import EncodedPair
 
@@ -165,7 +166,7 @@ class PendingScores:
     def done(self) -> bool:
         return self._future.done()
 
-    def add_done_callback(self, fn: Callable[["PendingScores"], None]) -> None:
+    def add_done_callback(self, fn: Callable[[PendingScores], None]) -> None:
         """Calls ``fn(self)`` once the scores are in, failed or cancelled: at once when already done,
         else on the thread that finishes it (the batching thread: ``fn`` must be quick and not block)."""
         self._future.add_done_callback(lambda _: fn(self))

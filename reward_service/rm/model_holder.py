@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from reward_service.rm.checkpoint import CheckpointError, LoadedRewardModel
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from reward_core.prm_inputs import PRM_CONFIG_FILE, PRMInputSpec, encode_steps, load_prm, step_scores
 from reward_service.rm.checkpoint import CheckpointError, LoadedRewardModel, load_checkpoint

@@ -84,7 +84,7 @@ def validate_step_request(request: pb.StepScoreRequest, limits: RequestLimits) -
         raise _too_large("request has", f"{n} items", str(limits.max_items_per_request), "--max-items-per-request",
                          "split it into smaller calls")
     check_ids((item.id for item in request.items), "item")
-    for i, item in enumerate(request.items):
+    for item in request.items:
         steps_chars = sum(len(step) for step in item.steps)
         for field, size, limit, flag in (("prompt", len(item.prompt), limits.max_prompt_chars, "--max-prompt-chars"),
                                          ("steps", steps_chars, limits.max_completion_chars,

@@ -19,7 +19,7 @@ Exported on ``--metrics-port`` (host ``--metrics-host``, default the gRPC bind h
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 

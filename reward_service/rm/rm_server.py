@@ -29,9 +29,9 @@ from reward_core.grpc_common import DEFAULT_MAX_CONNECTION_AGE_S, server_options
 from reward_core.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from reward_core.server_shell import AioServerShell
 from reward_service.rm.checkpoint import CheckpointError, LoadedRewardModel
-from reward_service.rm.prm_checkpoint import load_any_checkpoint
 from reward_service.rm.dynamic_batcher import BatcherConfig, DynamicBatcher
 from reward_service.rm.model_holder import Loader, ModelHolder
+from reward_service.rm.prm_checkpoint import load_any_checkpoint
 from reward_service.rm.request_limits import MIB, RequestLimits
 from reward_service.rm.rm_metrics import RewardModelMetrics
 from reward_service.rm.rm_servicer import SERVICE, RewardModelServicer

@@ -21,8 +21,9 @@ import concurrent.futures
 import logging
 import threading
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Awaitable, Callable, Sequence, TypeVar
+from typing import TypeVar
 
 import grpc
 import grpc.aio
@@ -30,6 +31,7 @@ from google.protobuf.message import Message
 
 from reward.v1 import reward_model_pb2 as pb
 from reward_core.grpc_common import RequestRejected, WaitBudget, unexpected_as_internal, wait_budget
+from reward_core.micro_batch import MicroBatcher
 from reward_core.rm_inputs import EncodedPair
 from reward_core.server_shell import run_blocking
 from reward_service.rm.checkpoint import CheckpointError, LoadedRewardModel
@@ -42,7 +44,6 @@ from reward_service.rm.dynamic_batcher import (
     QueueFull,
 )
 from reward_service.rm.model_holder import ModelHolder, ModelNotReady, ReloadInProgress
-from reward_core.micro_batch import MicroBatcher
 from reward_service.rm.prm_checkpoint import LoadedPrm
 from reward_service.rm.request_limits import (
     RequestLimits,

@@ -7,11 +7,11 @@ front door's ``/run_code``, verl) share those slots instead of starting a second
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from reward_service.tasks.code_task import CodeTask
 from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult
-from sandbox.languages import Language, load_languages
+from reward_service.tasks.code_task import CodeTask
+from sandbox.languages import Language
 from sandbox.request_limits import RequestLimits
 from sandbox.servicer import SandboxServicer
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Iterable, Mapping
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from reward_service.router.composite import CompositeTask
 from reward_core.contract import TaskInfo
+from reward_service.router.composite import CompositeTask
 from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints
 from reward_service.task_api import InvalidTaskOptions, Task
 

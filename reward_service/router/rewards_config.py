@@ -21,9 +21,10 @@ composite tasks that clients select like any other task.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -60,7 +61,7 @@ class RewardsConfig:
     load_entry_points: bool = True
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "RewardsConfig":
+    def from_yaml(cls, path: str | Path) -> RewardsConfig:
         try:
             data = yaml.safe_load(Path(path).read_text()) or {}
         except (OSError, yaml.YAMLError) as exc:
@@ -68,7 +69,7 @@ class RewardsConfig:
         return cls.from_dict(data, source=str(path))
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = "<config>") -> "RewardsConfig":
+    def from_dict(cls, data: Mapping[str, Any], source: str = "<config>") -> RewardsConfig:
         if not isinstance(data, Mapping):
             raise RewardsConfigError(f"{source}: top level must be a mapping with 'tasks' and/or 'rewards'")
         unknown = set(data) - {"tasks", "rewards"}

@@ -12,9 +12,9 @@ import math
 import threading
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from reward_core.config_flags import nested
 from reward_core.contract import (
@@ -25,11 +25,7 @@ from reward_core.contract import (
     TaskInfo,
     group_stats,
 )
-from reward_service.router.registry import TaskRegistry, build_registry, log_self_check
-from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints
-from reward_service.task_api import InvalidReference, TaskInput, cancel_token_set
 from reward_core.sandbox_contract import Cancellation
-from reward_service.router.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
 from reward_service.pool.fair_queue import AdmissionRefused, FairQueue
 from reward_service.pool.worker_pool import (
     ItemTimeout,
@@ -40,6 +36,10 @@ from reward_service.pool.worker_pool import (
     WorkerCrashed,
     WorkerPool,
 )
+from reward_service.router.registry import TaskRegistry, build_registry, log_self_check
+from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints
+from reward_service.router.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
+from reward_service.task_api import InvalidReference, TaskInput, cancel_token_set
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ class PendingBatch:
         self._lock = threading.Lock()
         self._remaining = 0
         self._done = threading.Event()
-        self._callbacks: list[Callable[["PendingBatch"], None]] = []
+        self._callbacks: list[Callable[[PendingBatch], None]] = []
         self.cancellation = Cancellation()  # stops the running work of tasks that run in the server
 
     def _arm(self) -> None:
@@ -144,7 +144,7 @@ class PendingBatch:
         for cb in callbacks:
             cb(self)
 
-    def add_done_callback(self, fn: Callable[["PendingBatch"], None]) -> None:
+    def add_done_callback(self, fn: Callable[[PendingBatch], None]) -> None:
         """Calls ``fn(self)`` once every item is done (at once if already done)."""
         with self._lock:
             if not self._done.is_set():
@@ -328,7 +328,8 @@ class Scorer:
         except Exception as exc:  # noqa: BLE001 -- a task's failure fails its job, as in a worker
             raise JobError(type(exc).__name__, str(exc), traceback.format_exc()) from exc
         if len(outcomes) != len(items):
-            raise JobError("RuntimeError", f"task {task.name!r} returned {len(outcomes)} outcomes for {len(items)} items")
+            raise JobError("RuntimeError",
+                           f"task {task.name!r} returned {len(outcomes)} outcomes for {len(items)} items")
         per_item_ms = (time.perf_counter() - start) * 1000.0 / len(items)
         return [ItemOutcome(outcome, per_item_ms) for outcome in outcomes]
 
@@ -365,7 +366,7 @@ class Scorer:
                 task.close()  # the shared executor or channel of this process
         self.pool.close()
 
-    def __enter__(self) -> "Scorer":
+    def __enter__(self) -> Scorer:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -19,10 +19,10 @@ from reward_core.config_flags import nested
 from reward_core.grpc_common import DEFAULT_MAX_CONNECTION_AGE_S, server_options
 from reward_core.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from reward_core.server_shell import AioServerShell
+from reward_service.router.code_executor import shared_sandbox_servicer
 from reward_service.router.metrics import RewardMetrics
 from reward_service.router.scoring import Scorer, ScorerConfig
 from reward_service.router.servicer import RequestLimits, RewardServicer
-from reward_service.router.code_executor import shared_sandbox_servicer
 from reward_service.tasks.code_task import CodeTask
 from sandbox.servicer import SandboxServicer
 

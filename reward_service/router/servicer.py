@@ -21,16 +21,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Literal
+from typing import Any, Literal
 
 import grpc
 import grpc.aio
 
 from reward.v1 import reward_pb2 as pb
 from reward_core import convert
-from reward_core.contract import Rollout
-from reward_core.contract import RolloutStatus
+from reward_core.contract import Rollout, RolloutStatus
 from reward_core.grpc_common import (
     DEFAULT_MAX_CALL_S,
     RequestRejected,
@@ -247,7 +247,7 @@ class RewardServicer:
             self.active_calls -= 1
             self._metrics.stream_closed()
 
-    async def _stream_responses(self, stream: "_StreamState") -> AsyncIterator[pb.ScoreResponse]:
+    async def _stream_responses(self, stream: _StreamState) -> AsyncIterator[pb.ScoreResponse]:
         outstanding, reading = 0, True
         flush = asyncio.ensure_future(self._flush.wait())
         try:
@@ -282,7 +282,7 @@ class RewardServicer:
         finally:
             flush.cancel()
 
-    async def _read_stream(self, requests: AsyncIterator[pb.ScoreRequest], stream: "_StreamState",
+    async def _read_stream(self, requests: AsyncIterator[pb.ScoreRequest], stream: _StreamState,
                            client: str) -> None:
         """Submits each request as it arrives, reading the next only when a slot is free."""
         loop = asyncio.get_running_loop()

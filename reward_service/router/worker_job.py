@@ -8,8 +8,8 @@ so they pickle by reference.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from reward_service.router.registry import TaskRegistry, build_registry
 from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints

@@ -76,12 +76,20 @@ import multiprocessing.util
 import os
 import re
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import yaml
 
 from reward_core.contract import RolloutStatus
+from reward_core.sandbox_contract import (
+    ExecutionRequest,
+    ExecutionResult,
+    Executor,
+    InvalidExecutionRequest,
+    Limits,
+)
 from reward_service.task_api import (
     InvalidReference,
     InvalidTaskOptions,
@@ -89,13 +97,6 @@ from reward_service.task_api import (
     TaskInput,
     TaskOutcome,
     current_cancel_token,
-)
-from reward_core.sandbox_contract import (
-    ExecutionRequest,
-    ExecutionResult,
-    Executor,
-    InvalidExecutionRequest,
-    Limits,
 )
 from sandbox import (
     BACKENDS,

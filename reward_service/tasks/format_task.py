@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from reward_service.task_api import InvalidTaskOptions, Task, TaskOutcome
 
@@ -21,7 +22,8 @@ class FormatTask(Task):
     """
 
     name = "format"
-    description = "1 if the completion matches the format regex (default <think>...</think><answer>...</answer>), else 0"
+    description = ("1 if the completion matches the format regex "
+                   "(default <think>...</think><answer>...</answer>), else 0")
 
     def __init__(self, pattern: str = THINK_ANSWER_PATTERN, dotall: bool = True, ignore_case: bool = False) -> None:
         super().__init__()

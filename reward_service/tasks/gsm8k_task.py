@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from reward_service.verifiers.math import grade_numeric
-from reward_service.verifiers.math.self_check import NUMERIC_SELF_CHECK
 from reward_service.task_api import Task, TaskOutcome
 from reward_service.tasks.math_task import grade_config, outcome_from_grade, reference_answer, self_check_failures
+from reward_service.verifiers.math import grade_numeric
+from reward_service.verifiers.math.self_check import NUMERIC_SELF_CHECK
 
 
 class Gsm8kTask(Task):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from reward_core.contract import RolloutStatus
+from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskOutcome
 from reward_service.verifiers.math import ExtractionConfig, GradeConfig, MathGrade, grade, normalize_answer
 from reward_service.verifiers.math.self_check import MATH_SELF_CHECK, SelfCheckCase, check_grader
-from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskOutcome
 
 
 def reference_answer(reference: Mapping[str, Any], task: str) -> str:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import grpc
 
@@ -31,8 +32,8 @@ from reward_core.channel_security import ClientSecurity
 from reward_core.clients import RewardModelClient
 from reward_core.contract import RolloutStatus, StepScore
 from reward_core.rm_contract import RewardModelReplyError, StepScores
-from reward_service.verifiers.process import split_steps
 from reward_service.task_api import InvalidTaskOptions, Task, TaskInput, TaskOutcome
+from reward_service.verifiers.process import split_steps
 
 #: The server setting that gives this task its default endpoint (flag and environment variable).
 ENDPOINT_SETTING = "--prm-endpoint (REWARD_SERVICE_PRM_ENDPOINT)"

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import grpc
 

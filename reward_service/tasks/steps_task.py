@@ -22,13 +22,14 @@ is neither rewarded nor punished by the process part). Variants are configuratio
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from reward_core.contract import RolloutStatus, StepScore
-from reward_service.verifiers.process import check_step, split_steps
 from reward_service.task_api import InvalidTaskOptions, Task, TaskOutcome
 from reward_service.tasks.gsm8k_task import Gsm8kTask
 from reward_service.tasks.math_task import MathTask
+from reward_service.verifiers.process import check_step, split_steps
 
 OUTCOME_TASKS = {"gsm8k": Gsm8kTask, "math": MathTask}
 

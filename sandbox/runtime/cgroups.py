@@ -55,11 +55,11 @@ class Cgroups:
         self._counters = (0, 0)
 
     @classmethod
-    def none(cls) -> "Cgroups":
+    def none(cls) -> Cgroups:
         return cls()
 
     @classmethod
-    def for_slot(cls, root: str, max_memory_mb: int, max_processes: int) -> "Cgroups":
+    def for_slot(cls, root: str, max_memory_mb: int, max_processes: int) -> Cgroups:
         """Process backend: ``root`` holds ``memory/`` and ``pids/`` (v1) or ``unified/`` (v2)."""
         if os.path.isdir(os.path.join(root, "unified")):
             version, dirs = "v2", {"memory": os.path.join(root, "unified"), "pids": os.path.join(root, "unified")}
@@ -90,7 +90,7 @@ class Cgroups:
         return self
 
     @classmethod
-    def for_container(cls, root: str = "/sys/fs/cgroup") -> "Cgroups":
+    def for_container(cls, root: str = "/sys/fs/cgroup") -> Cgroups:
         """Docker backend: the container's cgroup, read-only; the host sets its limits."""
         self = cls()
         self.memory_limited = True                        # the docker backend always sets the container's

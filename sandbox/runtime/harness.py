@@ -120,7 +120,8 @@ class Remote:
         if reply is None or reply.get("op") not in ("return", "raised", "unserializable"):
             if reply is not None:
                 self.child.kill("protocol")
-            self.dead = self.dead or ("program broke the call protocol" if reply is not None else death_reason(self.child))
+            self.dead = self.dead or ("program broke the call protocol" if reply is not None
+                                      else death_reason(self.child))
             self.events.append("died")
             raise CandidateDied(self.dead)
         return reply
@@ -331,7 +332,8 @@ def run_function_calls(cases: list, entry_point: str, remote: Remote) -> list[di
         try:
             reply = remote.call_raw(entry_point, case.get("args", []), case.get("kwargs", {"dict": []}))
         except Deadline:
-            out.append({"status": "timeout", "detail": "time limit exceeded", "wall_s": round(time.monotonic() - t0, 6)})
+            out.append({"status": "timeout", "detail": "time limit exceeded",
+                        "wall_s": round(time.monotonic() - t0, 6)})
             continue
         except CandidateDied as exc:
             out.append({"status": "error", "detail": str(exc), "wall_s": round(time.monotonic() - t0, 6)})

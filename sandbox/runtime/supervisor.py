@@ -31,8 +31,8 @@ import time
 import traceback
 
 from . import check_split, codec, framing, harness
-from .child import Child, Deadline, ForkClient, ZygoteGone, spawn
 from .cgroups import Cgroups
+from .child import Child, Deadline, ForkClient, ZygoteGone, spawn
 from .isolation import SlotInfo, b_config
 
 COMPILE_MEMORY_MB = 2048         # floor for compilers (cc1plus maps a lot of address space)

@@ -250,7 +250,8 @@ class Template:
         ours.close()
 
     def _cleanup(self, directory: str) -> None:
-        """No PID namespaces: kill everything of the slot uid, remove B's scratch (in a child: our memory stays clean)."""
+        """No PID namespaces: kill everything of the slot uid, remove B's scratch
+        (in a child: our memory stays clean)."""
         # docker backend: container_sweep also removes what the uid left in /tmp, /dev/shm, /dev/mqueue
         # and its SysV IPC objects, and reports survivors ("dirty"): A then ends the slot after its report.
         directory = os.path.normpath(directory) if directory else ""

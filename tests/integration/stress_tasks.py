@@ -6,7 +6,8 @@ import json
 import os
 import signal
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from reward_service.task_api import Task, TaskInput, TaskOutcome
 

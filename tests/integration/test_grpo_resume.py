@@ -8,10 +8,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from examples.tiny.make_start import StartConfig, make_start
+from trainer_client.train.checkpointing import checkpoint_dirs, latest_checkpoint
 from trainer_client.train.grpo import train_grpo
 from trainer_client.train.grpo_config import load_config
-from trainer_client.train.checkpointing import checkpoint_dirs, latest_checkpoint
-from examples.tiny.make_start import StartConfig, make_start
 
 pytestmark = pytest.mark.slow
 

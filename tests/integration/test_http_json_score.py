@@ -37,7 +37,8 @@ def test_field_names_as_in_the_proto_are_accepted(door):
 
 
 def test_errors_are_transcoded(door):
-    dup = httpx.post(f"{door}/v1/score", json={"rollouts": [{"id": "a", "task": "gsm8k"}, {"id": "a", "task": "gsm8k"}]})
+    dup = httpx.post(f"{door}/v1/score",
+                     json={"rollouts": [{"id": "a", "task": "gsm8k"}, {"id": "a", "task": "gsm8k"}]})
     assert dup.status_code == 400 and dup.json()["code"] == 3 and "duplicate" in dup.json()["message"]
     not_json = httpx.post(f"{door}/v1/score", content=b"{nope")
     assert not_json.status_code == 400 and "not JSON" in not_json.json()["message"]

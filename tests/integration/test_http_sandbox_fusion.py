@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator
 
 import grpc
 import httpx

@@ -7,8 +7,8 @@ from prometheus_client import generate_latest
 
 from reward_core.contract import RolloutResult, RolloutStatus, ScoreBatchResult, group_stats
 from reward_core.ports import free_port
-from reward_service.router.metrics import UNKNOWN_TASK_LABEL, RewardMetrics
 from reward_service.pool.worker_pool import ItemTimeout, PoolConfig, WorkerCrashed, WorkerPool
+from reward_service.router.metrics import UNKNOWN_TASK_LABEL, RewardMetrics
 from tests.integration import pool_jobs
 from tests.integration.conftest import start_server
 from trainer_client import RewardClient

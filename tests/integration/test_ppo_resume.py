@@ -11,12 +11,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from examples.tiny.make_start import StartConfig, make_start
 from tests.grpo_fixtures import write_rows
 from trainer_client.cli import main
 from trainer_client.train.checkpointing import checkpoint_dirs, latest_checkpoint
 from trainer_client.train.ppo import train_ppo
 from trainer_client.train.ppo_config import load_config
-from examples.tiny.make_start import StartConfig, make_start
 
 pytestmark = pytest.mark.slow
 

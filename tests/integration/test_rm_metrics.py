@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import urllib.request
-from typing import Callable
+from collections.abc import Callable
 
 import grpc
 import pytest

@@ -10,8 +10,8 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from trainer_client.cli import main  # noqa: E402
 from reward_core.rm_inputs import NORMALIZATION_FILE, RM_CONFIG_FILE, read_rm_metadata  # noqa: E402
+from trainer_client.cli import main  # noqa: E402
 
 N_TRAIN, N_TEST = 384, 200
 

@@ -10,12 +10,12 @@ from concurrent import futures
 import grpc
 import pytest
 
+import reward_core.sandbox_contract as ex
 from reward.v1 import sandbox_pb2 as pb
 from reward.v1 import sandbox_pb2_grpc
 from reward_core.channel_config import ChannelConfig
 from reward_core.clients import AsyncSandboxClient, SandboxClient, SandboxReplyError
 from reward_core.config_flags import dataclass_from_values
-import reward_core.sandbox_contract as ex
 from sandbox.server import SandboxServerConfig, create_server
 
 CHECK = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"

@@ -16,9 +16,13 @@ from reward_core.sandbox_contract import (
     CaseOutcome,
     ExecutionRequest,
     Limits,
-    TestCase as Case,
-    TestStyle as Style,
     Verdict,
+)
+from reward_core.sandbox_contract import (
+    TestCase as Case,
+)
+from reward_core.sandbox_contract import (
+    TestStyle as Style,
 )
 
 pytestmark = pytest.mark.docker

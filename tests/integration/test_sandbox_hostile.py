@@ -35,11 +35,11 @@ import contextlib
 import subprocess
 import sys
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
-from reward_core.sandbox_contract import Executor, ExecutionResult, Limits, Verdict
+from reward_core.sandbox_contract import ExecutionResult, Executor, Limits, Verdict
 from reward_core.sandbox_contract import TestStyle as Style
 from tests.integration.hostile import PROGRAMS, Category, HostileProgram, legit
 from tests.integration.hostile.host_probe import HostProbe, MemoryWatch

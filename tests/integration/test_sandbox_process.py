@@ -182,7 +182,8 @@ def test_check_code_never_reaches_the_program(executor):
             "def add(a, b):\n"
             "    seen = [o for o in gc.get_objects() if isinstance(o, str) and 'SECRET_MARKER' in o]\n"
             "    hits = []\n"
-            "    for top in ('/scratch', '/tmp', '/opt/sandbox', '/etc', '/dev/shm', '/'):\n"  # /opt/python: the interpreter
+            # /opt/python: the interpreter
+            "    for top in ('/scratch', '/tmp', '/opt/sandbox', '/etc', '/dev/shm', '/'):\n"
             "        for root, dirs, files in os.walk(top):\n"
             "            hits += [os.path.join(root, f) for f in files if 'check' in f]\n"
             "            if top == '/':\n"

@@ -100,7 +100,7 @@ def test_undecodable_output_bytes_come_back_as_replacement_characters(stub):
 
 def test_non_ascii_text_and_nul_characters_round_trip(stub):
     text = "\u2713 caf\u00e9 \U0001F600 a\x00b"
-    code = "import sys\ndata = sys.stdin.read()\nprint(data + ' ' + %r)\n" % text
+    code = f"import sys\ndata = sys.stdin.read()\nprint(data + ' ' + {text!r})\n"
     result = stub.Execute(pb.ExecutionRequest(code=code, style=pb.TEST_STYLE_STDIO, limits=FAST,
                                               cases=[pb.TestCase(stdin=text, expected_stdout=f"{text} {text}\n")]),
                           timeout=60)

@@ -19,14 +19,13 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 import reward_core.sandbox_contract as ex
 from reward.v1 import reward_model_pb2 as rm_pb
-from reward.v1 import reward_model_pb2_grpc
+from reward.v1 import reward_model_pb2_grpc, reward_pb2_grpc
 from reward.v1 import reward_pb2 as pb
-from reward.v1 import reward_pb2_grpc
 from reward_core.channel_security import ClientSecurity
+from reward_core.server_security import ServerSecurityConfig
 from reward_service.router.metrics import RewardMetrics
 from reward_service.router.scoring import Scorer, ScorerConfig
 from reward_service.router.server import ServerConfig, create_server
-from reward_core.server_security import ServerSecurityConfig
 from sandbox.remote_executor import RemoteExecutor
 from sandbox.server import SandboxServerConfig
 from sandbox.server import create_server as create_sandbox_server
@@ -251,7 +250,8 @@ def rm_server(tmp_path_factory, token_file):
     root = tmp_path_factory.mktemp("rm-root")
     checkpoint = make_tiny_checkpoint(root / "step_1", max_length=32)
     security = ServerSecurityConfig(auth_token_file=str(token_file))
-    server = create_rm_server(RewardModelServerConfig(checkpoint=str(checkpoint), port=0, grace_s=0.0, security=security))
+    server = create_rm_server(RewardModelServerConfig(checkpoint=str(checkpoint), port=0, grace_s=0.0,
+                                                      security=security))
     yield server
     server.stop(0)
 
@@ -273,7 +273,8 @@ def test_reload_without_the_token_is_unauthenticated(rm_stub, rm_server):
 def test_reload_outside_the_checkpoint_root_is_permission_denied_naming_the_root(rm_stub, rm_server, tmp_path):
     root = str(Path(rm_server.config.checkpoint).resolve().parent)
     for path in (str(tmp_path), f"{root}/../elsewhere", "/etc"):
-        expect_status(lambda: rm_stub.Reload(rm_pb.ReloadRequest(checkpoint_path=path), timeout=30, metadata=AUTH),
+        expect_status(lambda path=path: rm_stub.Reload(rm_pb.ReloadRequest(checkpoint_path=path), timeout=30,
+                                                       metadata=AUTH),
                       grpc.StatusCode.PERMISSION_DENIED, root)
     info = rm_stub.Info(rm_pb.InfoRequest(), timeout=10, metadata=AUTH)
     assert info.checkpoint == rm_server.config.checkpoint  # still serving what it started with

@@ -55,7 +55,8 @@ def test_saved_checkpoint_reproduces_the_measured_rate(start):
     out, record, _ = start
     model, tokenizer = AutoModelForCausalLM.from_pretrained(out), AutoTokenizer.from_pretrained(out)
     problems = make_problems(record["measured_on"], seed=split_seed(0, "measure"))
-    assert success_rate(model, tokenizer, problems, temperature=1.0, max_new_tokens=32, seed=0) == record["success_rate"]
+    assert (success_rate(model, tokenizer, problems, temperature=1.0, max_new_tokens=32, seed=0)
+            == record["success_rate"])
 
 
 def test_saved_generation_config_stops_at_eos(start):

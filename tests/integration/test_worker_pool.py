@@ -10,8 +10,9 @@ import textwrap
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -391,7 +392,7 @@ def test_invalid_config_raises_value_error_with_fix(overrides, hint):
 
 
 def _run_script(body: str, timeout_s: float = 30.0) -> str:
-    script = "import sys\nsys.path.insert(0, %r)\n" % str(REPO_ROOT) + textwrap.dedent(body)
+    script = f"import sys\nsys.path.insert(0, {str(REPO_ROOT)!r})\n" + textwrap.dedent(body)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=timeout_s, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr

@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from reward_service.verifiers.math import grade_numeric
 from examples.tiny.arithmetic_task import (
     Problem,
     TaskConfig,
@@ -13,6 +12,7 @@ from examples.tiny.arithmetic_task import (
     solution_steps,
     write_jsonl,
 )
+from reward_service.verifiers.math import grade_numeric
 
 HARD = TaskConfig(max_operand=99, max_factor=12, max_ops=2)
 

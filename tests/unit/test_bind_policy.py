@@ -10,7 +10,6 @@ import pytest
 
 from reward_core.channel_security import TOKEN_ENV, TOKEN_FILE_ENV
 from reward_core.grpc_common import RequestRejected
-from reward_service.rm.rm_servicer import checkpoint_under_root
 from reward_core.server_security import (
     ServerSecurityConfig,
     TokenAuthInterceptor,
@@ -18,6 +17,7 @@ from reward_core.server_security import (
     is_loopback,
     prepare,
 )
+from reward_service.rm.rm_servicer import checkpoint_under_root
 
 UNPROTECTED = dict(tls=False, token=False, insecure=False)
 

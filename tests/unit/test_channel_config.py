@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from reward_core.channel_security import ClientSecurity
 from reward_core.channel_config import ChannelConfig
+from reward_core.channel_security import ClientSecurity
 
 
 def test_retry_policy_retries_only_unavailable():

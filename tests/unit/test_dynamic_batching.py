@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from reward_core.rm_inputs import EncodedPair
 from reward_service.rm.dynamic_batcher import (
     BatcherClosed,
     BatcherConfig,
@@ -16,7 +17,6 @@ from reward_service.rm.dynamic_batcher import (
     padded_tokens,
     plan_batches,
 )
-from reward_core.rm_inputs import EncodedPair
 
 
 def pair(length: int, token: int = 7) -> EncodedPair:

@@ -6,13 +6,13 @@ import concurrent.futures
 
 import torch
 
+from reward_core.clients import GroupResult
 from reward_core.contract import GroupStats, RolloutResult, RolloutStatus
 from tests.grpo_fixtures import tiny_policy
 from trainer_client.train.collect import collect_step
 from trainer_client.train.grpo_config import GrpoConfig, SamplingConfig
 from trainer_client.train.reward_overlap import ScoringJob
 from trainer_client.train.rollouts import PromptRow, PromptSampler
-from reward_core.clients import GroupResult
 
 
 class FakeScorer:

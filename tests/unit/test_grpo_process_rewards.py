@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from examples.tiny.tokenizer import build_tokenizer
-from reward_core.contract import GroupStats, RolloutResult, RolloutStatus, StepScore
 from reward_core.clients import GroupResult
+from reward_core.contract import GroupStats, RolloutResult, RolloutStatus, StepScore
 from trainer_client.rl import grpo_advantages, process_advantages
 from trainer_client.train.collect import StepData
 from trainer_client.train.grpo import GrpoTrainer

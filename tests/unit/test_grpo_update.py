@@ -9,8 +9,8 @@ import torch
 
 from tests.grpo_fixtures import tiny_policy
 from trainer_client.train.grpo_config import GrpoConfig, SamplingConfig
-from trainer_client.train.rollouts import PromptRow, generate_groups
 from trainer_client.train.grpo_update import TrainBatch, aggregation_weight, grpo_update, micro_batch_loss, single_pass
+from trainer_client.train.rollouts import PromptRow, generate_groups
 
 ROWS = [PromptRow(str(i), f"What is {i} + {i + 1}?", {"answer": str(2 * i + 1)}, "gsm8k") for i in range(3)]
 

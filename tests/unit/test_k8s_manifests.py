@@ -183,7 +183,8 @@ def test_secret_references_exist(docs):
         for volume in spec.get("volumes", []):
             if "secret" in volume:
                 assert volume["secret"]["secretName"] in secrets
-        assert _env(_container(dep))["REWARD_SUITE_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "reward-suite-auth"
+        secret_ref = _env(_container(dep))["REWARD_SUITE_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]
+        assert secret_ref["name"] == "reward-suite-auth"
     assert refs >= 3
 
 
@@ -308,7 +309,7 @@ def test_resources_images_and_scaling(docs):
         assert _labels_match(dep["spec"]["selector"]["matchLabels"], dep["spec"]["template"]["metadata"]["labels"])
     for pdb in _by_kind(docs, "PodDisruptionBudget").values():
         assert len(_pods_selected(docs, pdb["spec"]["selector"]["matchLabels"])) == 1
-    for name, hpa in _by_kind(docs, "HorizontalPodAutoscaler").items():
+    for hpa in _by_kind(docs, "HorizontalPodAutoscaler").values():
         ref = hpa["spec"]["scaleTargetRef"]
         assert ref["kind"] == "Deployment" and ref["name"] in deployments
         assert hpa["spec"]["minReplicas"] >= 2 and hpa["spec"]["maxReplicas"] > hpa["spec"]["minReplicas"]

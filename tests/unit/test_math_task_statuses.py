@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from reward_core.contract import RolloutStatus
-from reward_service.verifiers.math import math_equal
 from reward_service.task_api import InvalidReference, TaskInput
 from reward_service.tasks.gsm8k_task import Gsm8kTask
 from reward_service.tasks.math_task import MathTask
+from reward_service.verifiers.math import math_equal
 
 
 def test_a_verifier_exception_is_an_unscored_error(monkeypatch: pytest.MonkeyPatch) -> None:

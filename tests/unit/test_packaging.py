@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "transformers", "safetensors", "tensorboard", "matplotlib", "numpy", "starlette", "uvicorn")

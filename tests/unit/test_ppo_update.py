@@ -7,12 +7,12 @@ import torch
 
 from tests.grpo_fixtures import save_tiny_policy
 from trainer_client.train.config import ModelConfig, SamplingConfig
-from trainer_client.train.logprobs import batched_logprobs
-from trainer_client.train.rollouts import PromptRow, generate_groups
-from trainer_client.train.models import load_policy, load_tokenizer
 from trainer_client.train.grpo_update import aggregation_weight
+from trainer_client.train.logprobs import batched_logprobs
+from trainer_client.train.models import load_policy, load_tokenizer
 from trainer_client.train.ppo_config import PpoConfig
 from trainer_client.train.ppo_update import PpoBatch, micro_batch_loss, ppo_update
+from trainer_client.train.rollouts import PromptRow, generate_groups
 from trainer_client.train.value_head import batched_values, load_critic, token_values
 
 ROWS = [PromptRow(str(i), f"What is {i} + {i + 1}?", {"answer": str(2 * i + 1)}, "gsm8k") for i in range(3)]

@@ -54,7 +54,8 @@ def test_non_string_completion_is_rejected(tmp_path):
 
 
 def test_non_numeric_margin_is_rejected(tmp_path):
-    path = write_lines(tmp_path / "a.jsonl", json.dumps({"prompt": "p", "chosen": "c", "rejected": "r", "margin": "big"}))
+    path = write_lines(tmp_path / "a.jsonl",
+                       json.dumps({"prompt": "p", "chosen": "c", "rejected": "r", "margin": "big"}))
     with pytest.raises(PreferenceDataError, match="margin"):
         read_preferences(path)
 
@@ -93,7 +94,7 @@ def test_every_family_has_train_and_held_out_templates():
 
 
 def test_number_ranges_of_the_splits_are_disjoint():
-    (lo_train, hi_train), (lo_test, hi_test) = split_spec("train").numbers, split_spec("test").numbers
+    (_lo_train, hi_train), (lo_test, _hi_test) = split_spec("train").numbers, split_spec("test").numbers
     assert hi_train < lo_test
 
 

@@ -21,7 +21,8 @@ from reward_core.prm_inputs import (  # noqa: E402
 )
 
 ITEMS = [
-    ("Ava has 12 apples. Ava buys 5 more, then gives away 3.", ["Buys 5 more: 12 + 5 = 17", "Gives away 3: 17 - 3 = 14"]),
+    ("Ava has 12 apples. Ava buys 5 more, then gives away 3.",
+     ["Buys 5 more: 12 + 5 = 17", "Gives away 3: 17 - 3 = 14"]),
     ("Ben has 4 books. Ben gets 2 times as many.", ["Gets 2 times as many: 4 × 2 = 9"]),
     ("No steps here.", []),
 ]

@@ -2,8 +2,8 @@
 
 import pytest
 
-from reward_core.contract import Rollout, RolloutResult, RolloutStatus, ScoreBatchResult
 from reward_core.clients.batching import as_groups, as_rollouts, merge_batches, plan_chunks
+from reward_core.contract import Rollout, RolloutResult, RolloutStatus, ScoreBatchResult
 
 
 def rollouts(n, group_size=0):

@@ -16,7 +16,7 @@ def naive_gae(rewards, values, mask, gamma, lam):
         v = [values[b, t].item() for t in idx] + [0.0]  # V = 0 after the last valid token
         deltas = [r[i] + gamma * v[i + 1] - v[i] for i in range(len(idx))]
         for i, t in enumerate(idx):
-            adv[b, t] = sum((gamma * lam) ** l * deltas[i + l] for l in range(len(idx) - i))
+            adv[b, t] = sum((gamma * lam) ** j * deltas[i + j] for j in range(len(idx) - i))
     return adv
 
 

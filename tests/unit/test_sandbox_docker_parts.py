@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from reward_core.sandbox_contract import Limits
 from sandbox.docker_backend import ZYGOTE_CAPS, AttachTransport, DockerConfig, container_settings
 from sandbox.docker_image import BaseRecipe, debian_mirror, runner_tag, runtime_digest
-from reward_core.sandbox_contract import Limits
 from sandbox.zygote_client import ZygoteDied, ZygoteTimeout
 
 

@@ -14,10 +14,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from sandbox import slot_cgroups
 from sandbox.process_backend import PYTHON_IN_SANDBOX, RUNTIME_IN_SANDBOX, ProcessSandboxConfig, bwrap_command
 from sandbox.runtime import seccomp, untrusted, zygote
 from sandbox.runtime.cgroups import ZYGOTE_PIDS, ZYGOTE_SLACK_MB, Cgroups
-from sandbox import slot_cgroups
 from sandbox.slot_cgroups import SUPERVISOR_PIDS, SlotCgroups, hierarchies
 
 X86_64 = 0xC000003E

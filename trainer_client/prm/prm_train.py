@@ -23,9 +23,10 @@ import logging
 import math
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -41,9 +42,9 @@ from reward_core.prm_inputs import (
     token_labels,
     write_prm_config,
 )
+from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, optimizer_step, set_up_run
 from trainer_client.prm.step_data import StepwiseExample, read_examples
 from trainer_client.prm.step_metrics import StepMetrics, step_metrics
-from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, optimizer_step, set_up_run
 from trainer_client.rm.rm_train import default_model_path
 
 logger = logging.getLogger(__name__)
@@ -54,7 +55,8 @@ TRAIN_CONFIG_FILE = "train_config.json"
 
 @dataclass(frozen=True)
 class PRMTrainConfig:
-    data: str = field(metadata={"help": "training steps, JSONL lines {prompt, completions: [step...], labels: [bool...]}"})
+    data: str = field(metadata={
+        "help": "training steps, JSONL lines {prompt, completions: [step...], labels: [bool...]}"})
     out_dir: str = field(metadata={"help": "output directory for the trained process reward model",
                                    "flag": "out", "metavar": "OUT_DIR"})  # --out OUT_DIR
     model: str | None = field(default=None, metadata={
@@ -69,7 +71,8 @@ class PRMTrainConfig:
     eval_batch_size: int = field(default=64, metadata={"help": "examples per forward pass when evaluating"})
     lr: float = field(default=5e-5, metadata={"help": "peak AdamW learning rate"})
     weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (not on biases/norms)"})
-    warmup_ratio: float = field(default=0.1, metadata={"help": "fraction of steps with linear warmup, then linear decay to 0"})
+    warmup_ratio: float = field(default=0.1, metadata={
+        "help": "fraction of steps with linear warmup, then linear decay to 0"})
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping norm (0 disables)"})
     disable_dropout: bool = field(default=True, metadata={"help": "turn dropout off (as TRL's PRM trainer does)"})
     max_train_examples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
@@ -83,7 +86,8 @@ class PRMTrainConfig:
     def __post_init__(self) -> None:
         for name in ("max_length", "epochs", "batch_size", "eval_batch_size"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}; pass --{name.replace('_', '-')} 1 or more")
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}; "
+                                 f"pass --{name.replace('_', '-')} 1 or more")
         if self.max_length < 16:
             raise ValueError(f"max_length={self.max_length} is too short for a prompt and its steps; use 128 or more")
         if not (self.lr > 0 and math.isfinite(self.lr)):

@@ -10,9 +10,10 @@ reading with ``path:line: what is wrong``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from trainer_client.jsonl_rows import iter_rows, write_rows
 

@@ -7,8 +7,8 @@ scores the majority-class accuracy but an F1 of 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 
 @dataclass(frozen=True)

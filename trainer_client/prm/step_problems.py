@@ -34,9 +34,9 @@ held-out accuracy measures generalization rather than memory. Deterministic: the
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from trainer_client.prm.step_data import StepwiseExample, write_examples
 
@@ -49,7 +49,8 @@ PHRASES: dict[str, tuple[str, ...]] = {
     "+": ("buys {b} more", "finds {b} more", "is given {b} more", "wins {b} more"),
     "-": ("gives away {b}", "sells {b}", "loses {b}", "uses up {b}"),
     "×": ("gets {b} times as many", "ends up with {b} times as many"),
-    "÷": ("splits them into {b} equal piles and keeps one pile", "shares them equally among {b} boxes and keeps one box"),
+    "÷": ("splits them into {b} equal piles and keeps one pile",
+          "shares them equally among {b} boxes and keeps one box"),
 }
 WRONG_OPS = {"+": ("-", "×"), "-": ("+",), "×": ("+",), "÷": ("×", "-")}
 

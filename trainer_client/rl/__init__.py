@@ -22,7 +22,7 @@ A GRPO step, sketched:
     loss = loss + kl_loss(kl_estimate(logp, ref_logp, "k3"), mask, beta)
 """
 
-from trainer_client.rl.advantages import grpo_advantages, group_index, zero_variance_groups
+from trainer_client.rl.advantages import group_index, grpo_advantages, zero_variance_groups
 from trainer_client.rl.gae import gae_advantages, whiten_advantages
 from trainer_client.rl.kl import kl_estimate, kl_k1, kl_k2, kl_k3
 from trainer_client.rl.losses import (
@@ -42,13 +42,13 @@ from trainer_client.rl.masking import (
     reward_mask_from,
     whiten,
 )
+from trainer_client.rl.overlong import overlong_filter_mask, overlong_penalty, truncated_from_lengths
 from trainer_client.rl.process_advantages import (
     ProcessAdvantages,
     process_advantages,
     step_end_tokens,
     step_token_rewards,
 )
-from trainer_client.rl.overlong import overlong_filter_mask, overlong_penalty, truncated_from_lengths
 from trainer_client.rl.value_stats import explained_variance
 
 __all__ = [

@@ -23,7 +23,8 @@ exactly 0, and ``zero_variance_groups`` finds them for DAPO's dynamic sampling (
 
 from __future__ import annotations
 
-from typing import Hashable, Literal, NamedTuple, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Literal, NamedTuple
 
 import torch
 

@@ -14,7 +14,8 @@ sum over tokens divided by a constant length.
 from __future__ import annotations
 
 import math
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import torch
 

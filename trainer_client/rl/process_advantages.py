@@ -31,7 +31,8 @@ no model.
 from __future__ import annotations
 
 import bisect
-from typing import Literal, NamedTuple, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Literal, NamedTuple, Protocol
 
 import torch
 

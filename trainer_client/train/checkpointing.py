@@ -20,8 +20,9 @@ import logging
 import random
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -63,7 +64,8 @@ def checkpoint_dirs(run_dir: str | Path) -> list[Path]:
     root = Path(run_dir) / CHECKPOINTS
     if not root.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in root.iterdir() if (m := _NAME.match(p.name)) and (p / TRAINER_STATE).is_file()]
+    found = [(int(m.group(1)), p) for p in root.iterdir()
+             if (m := _NAME.match(p.name)) and (p / TRAINER_STATE).is_file()]
     return [p for _, p in sorted(found)]
 
 

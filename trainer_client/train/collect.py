@@ -19,11 +19,11 @@ from typing import Any, Protocol
 
 import torch
 
+from reward_core.clients import GroupResult
+from trainer_client.rl import reward_mask_from, zero_variance_groups
 from trainer_client.train.config import SamplingConfig
 from trainer_client.train.reward_overlap import OverlappedScorer, ScoringJob
 from trainer_client.train.rollouts import PromptRow, PromptSampler, Rollouts, concat_rollouts, generate_groups
-from reward_core.clients import GroupResult
-from trainer_client.rl import reward_mask_from, zero_variance_groups
 
 logger = logging.getLogger(__name__)
 

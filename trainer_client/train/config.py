@@ -18,9 +18,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import typing
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import yaml
 

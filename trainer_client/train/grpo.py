@@ -28,20 +28,25 @@ from typing import Any
 
 import torch
 
+from trainer_client.rl import grpo_advantages, overlong_filter_mask, overlong_penalty, process_advantages
 from trainer_client.train import checkpointing
 from trainer_client.train.collect import StepData, batch_rewards, collect_step
 from trainer_client.train.grpo_config import GrpoTrainerConfig, to_yaml
+from trainer_client.train.grpo_update import TrainBatch, grpo_update, single_pass
 from trainer_client.train.logprobs import batched_logprobs
+from trainer_client.train.loop import (
+    NothingScoredError,
+    RunSummary,
+    raise_if_nothing_scored,
+    restore_or_seed,
+    run_training,
+)
+from trainer_client.train.models import linear_warmup, load_policy, load_tokenizer
 from trainer_client.train.reward_overlap import OverlappedScorer
 from trainer_client.train.rollouts import PromptSampler, read_prompts
 from trainer_client.train.run_logging import RunLogger
-from trainer_client.train.loop import NothingScoredError, RunSummary, raise_if_nothing_scored, restore_or_seed
-from trainer_client.train.loop import run_training
 from trainer_client.train.step_metrics import rollout_metrics
-from trainer_client.train.grpo_update import TrainBatch, grpo_update, single_pass
-from trainer_client.train.models import linear_warmup, load_policy, load_tokenizer
 from trainer_client.train.step_rewards import batch_steps, batch_token_char_ends
-from trainer_client.rl import grpo_advantages, overlong_filter_mask, overlong_penalty, process_advantages
 
 logger = logging.getLogger(__name__)
 

@@ -13,9 +13,10 @@ sampling and length treatments. ``algorithm: NAME`` picks a preset of these valu
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from trainer_client.rl.masking import AGG_MODES
 from trainer_client.train import config as shared

@@ -24,10 +24,10 @@ from typing import Any
 
 import torch
 
-from trainer_client.train.grpo_config import GrpoConfig
-from trainer_client.train.logprobs import completion_logprobs
 from trainer_client.rl import clipped_policy_loss, entropy_bonus, kl_estimate, kl_loss, masked_mean
 from trainer_client.rl.masking import aggregation_weight
+from trainer_client.train.grpo_config import GrpoConfig
+from trainer_client.train.logprobs import completion_logprobs
 
 
 @dataclass
@@ -46,10 +46,11 @@ class TrainBatch:
     def __len__(self) -> int:
         return self.completion_ids.shape[0]
 
-    def rows(self, index: torch.Tensor) -> "TrainBatch":
+    def rows(self, index: torch.Tensor) -> TrainBatch:
         pick = lambda t: None if t is None else t[index]  # noqa: E731
         return TrainBatch(self.prompt_ids[index], self.prompt_mask[index], self.completion_ids[index],
-                          self.completion_mask[index], self.loss_mask[index], self.advantages[index], pick(self.old_logp), pick(self.ref_logp))
+                          self.completion_mask[index], self.loss_mask[index], self.advantages[index],
+                          pick(self.old_logp), pick(self.ref_logp))
 
 
 def single_pass(config: GrpoConfig, batch_size: int) -> bool:

@@ -11,7 +11,7 @@ completions were sampled from (before top-k/top-p truncation).
 from __future__ import annotations
 
 import inspect
-from functools import lru_cache
+from functools import cache
 from typing import NamedTuple
 
 import torch
@@ -24,7 +24,7 @@ class TokenLogprobs(NamedTuple):
     entropy: torch.Tensor | None  # [B, Tc] policy entropy at each completion position, if asked
 
 
-@lru_cache(maxsize=None)
+@cache
 def _forward_accepts(cls: type) -> bool:
     return "logits_to_keep" in inspect.signature(cls.forward).parameters
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch

@@ -8,8 +8,9 @@ install it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from trainer_client.train.run_logging import read_metrics
 

@@ -29,21 +29,21 @@ from typing import Any
 
 import torch
 
+from trainer_client.rl import explained_variance, kl_estimate, masked_mean, step_token_rewards
 from trainer_client.train import checkpointing
 from trainer_client.train.collect import StepData, batch_rewards, collect_step
 from trainer_client.train.logprobs import batched_logprobs
-from trainer_client.train.reward_overlap import OverlappedScorer
-from trainer_client.train.rollouts import PromptSampler, read_prompts
-from trainer_client.train.run_logging import RunLogger
 from trainer_client.train.loop import RunSummary, raise_if_nothing_scored, restore_or_seed, run_training
-from trainer_client.train.step_metrics import rollout_metrics
 from trainer_client.train.models import linear_warmup, load_policy, load_tokenizer
 from trainer_client.train.ppo_config import PpoTrainerConfig, to_yaml
 from trainer_client.train.ppo_targets import ppo_targets
 from trainer_client.train.ppo_update import PpoBatch, ppo_update
-from trainer_client.train.value_head import batched_values, load_critic
+from trainer_client.train.reward_overlap import OverlappedScorer
+from trainer_client.train.rollouts import PromptSampler, read_prompts
+from trainer_client.train.run_logging import RunLogger
+from trainer_client.train.step_metrics import rollout_metrics
 from trainer_client.train.step_rewards import batch_steps, batch_token_char_ends
-from trainer_client.rl import explained_variance, kl_estimate, masked_mean, step_token_rewards
+from trainer_client.train.value_head import batched_values, load_critic
 
 logger = logging.getLogger(__name__)
 

@@ -11,10 +11,12 @@ with its help text (``trainer-client ppo --help-config``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from trainer_client.rl.masking import AGG_MODES
 from trainer_client.train import config as shared
 from trainer_client.train.config import (
     ADVANTAGE_SOURCES,
@@ -26,7 +28,6 @@ from trainer_client.train.config import (
     RunConfig,
     SamplingConfig,
 )
-from trainer_client.rl.masking import AGG_MODES
 
 
 def _help(text: str, **kwargs: Any) -> Any:

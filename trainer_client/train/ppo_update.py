@@ -26,11 +26,11 @@ from typing import Any
 
 import torch
 
+from trainer_client.rl import clipped_policy_loss, entropy_bonus, kl_estimate, kl_loss, masked_mean, value_loss
+from trainer_client.rl.masking import aggregation_weight
 from trainer_client.train.logprobs import completion_logprobs
 from trainer_client.train.ppo_config import PpoConfig
 from trainer_client.train.value_head import token_values
-from trainer_client.rl import clipped_policy_loss, entropy_bonus, kl_estimate, kl_loss, masked_mean, value_loss
-from trainer_client.rl.masking import aggregation_weight
 
 
 @dataclass
@@ -51,7 +51,7 @@ class PpoBatch:
     def __len__(self) -> int:
         return self.completion_ids.shape[0]
 
-    def rows(self, index: torch.Tensor) -> "PpoBatch":
+    def rows(self, index: torch.Tensor) -> PpoBatch:
         return PpoBatch(**{f.name: None if getattr(self, f.name) is None else getattr(self, f.name)[index]
                            for f in fields(self)})
 

@@ -29,18 +29,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from reward_core.channel_security import open_channel
+from reward_core.clients import AsyncRewardClient, GroupResult
 from reward_core.contract import GroupStats, RolloutResult, RolloutStatus
 from reward_core.ports import free_port
 from trainer_client.train.config import RewardConfig
-from reward_core.clients import AsyncRewardClient, GroupResult
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ class EmbeddedRewardServer:
         self.startup_timeout_s = startup_timeout_s
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> "EmbeddedRewardServer":
+    def start(self) -> EmbeddedRewardServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
@@ -101,7 +102,7 @@ class EmbeddedRewardServer:
             self.process.kill()
             self.process.wait()
 
-    def __enter__(self) -> "EmbeddedRewardServer":
+    def __enter__(self) -> EmbeddedRewardServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -173,7 +174,7 @@ class OverlappedScorer:
         self._thread.join(timeout=10)
         self._loop.close()
 
-    def __enter__(self) -> "OverlappedScorer":
+    def __enter__(self) -> OverlappedScorer:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -56,7 +57,8 @@ def read_prompts(path: str | Path, default_task: str | None = None) -> list[Prom
         if not isinstance(task, str) or not task:
             raise PromptDataError(f"{path}:{number}: no \"task\" (add one, or set data.task)")
         reference = data.get("reference")
-        reference = reference if isinstance(reference, dict) else ({} if reference is None else {"answer": str(reference)})
+        reference = (reference if isinstance(reference, dict)
+                     else ({} if reference is None else {"answer": str(reference)}))
         rows.append(PromptRow(str(data.get("id", f"line{number}")), data["prompt"], reference, task))
     if not rows:
         raise PromptDataError(f"{path}: no prompts")
@@ -126,7 +128,7 @@ class Rollouts:
     def num_groups(self) -> int:
         return len(self.texts) // self.group_size
 
-    def select_groups(self, groups: Sequence[int]) -> "Rollouts":
+    def select_groups(self, groups: Sequence[int]) -> Rollouts:
         rows = torch.tensor([g * self.group_size + k for g in groups for k in range(self.group_size)],
                             dtype=torch.long)
         return Rollouts(self.prompt_ids[rows], self.prompt_mask[rows], self.completion_ids[rows],
@@ -165,7 +167,8 @@ def eos_ids_of(model: Any, tokenizer: Any) -> list[int]:
     return sorted(ids)
 
 
-def completion_lengths(completion_ids: torch.Tensor, eos_ids: Sequence[int], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+def completion_lengths(completion_ids: torch.Tensor, eos_ids: Sequence[int],
+                       pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(lengths [N], ended_by_eos [N]): up to and including the first eos; else up to the trailing padding.
 
     ``generate`` fills a finished row (eos or stop string) with ``pad_id``; when ``pad_id``

@@ -14,7 +14,8 @@ tokens (eos) add no text: they repeat the previous end.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 

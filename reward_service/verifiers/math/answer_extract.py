@@ -221,8 +221,8 @@ def _clean_answer_span(span: str) -> str:
 
 def _extract_answer_is(text: str, limit: int) -> str | None:
     last = None
-    for last in _ANSWER_IS_RE.finditer(text):
-        pass
+    for match in _ANSWER_IS_RE.finditer(text):
+        last = match
     if last is None:
         return None
     rest = text[last.end(): last.end() + 4 * limit + 64]
@@ -275,8 +275,8 @@ def _last_plain_number(masked: str) -> tuple[int, str | None]:
     while True:
         start = max(0, len(masked) - window)
         last = None
-        for last in _NUMBER_RE.finditer(masked, start):
-            pass
+        for match in _NUMBER_RE.finditer(masked, start):
+            last = match
         # A match touching the window edge may be a truncated number: widen.
         if last is not None and (start == 0 or last.start() > start):
             if _glued(masked, last.start(), last.end()):

@@ -30,8 +30,8 @@ factorials).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import sympy
 

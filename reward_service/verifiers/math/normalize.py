@@ -65,7 +65,8 @@ _ANGLES = {"\\langle": "(", "\\rangle": ")", "⟨": "(", "⟩": ")"}
 _REALS_RE = re.compile(r"\\mathbb\s*\{\s*R\s*\}|\\mathbb\s+R(?![A-Za-z])|ℝ")
 #: A unit after a math answer: ``... \text{ m}^2`` at the very end, after a digit, brace or command.
 _TRAILING_TEXT_UNIT_RE = re.compile(
-    r"(?<=[\w})\]])\s*\\(?:text|mathrm|textrm|mbox|rm|textnormal)\s*\{\s*(?![ap]\.?\s*m\.?\s*\})[A-Za-z][A-Za-z .\-/]{0,30}\}"
+    r"(?<=[\w})\]])\s*\\(?:text|mathrm|textrm|mbox|rm|textnormal)\s*\{\s*(?![ap]\.?\s*m\.?\s*\})"
+    r"[A-Za-z][A-Za-z .\-/]{0,30}\}"
     r"(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*$")
 _FRAC_RE = re.compile(r"\\[dtc]frac(?![A-Za-z])")
 _DEGREE_RE = re.compile(

@@ -60,7 +60,7 @@ class NumericValue:
     sig_digits: int = 0
     percent: bool = False
 
-    def candidates(self) -> tuple["NumericValue", ...]:
+    def candidates(self) -> tuple[NumericValue, ...]:
         """Readings of the number: ``p%`` is both ``p`` and ``p/100``."""
         if not self.percent:
             return (self,)

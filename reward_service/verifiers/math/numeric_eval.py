@@ -14,7 +14,7 @@ module has no global side effects and is safe to use from several threads.
 
 from __future__ import annotations
 
-from typing import Mapping, Union
+from collections.abc import Mapping
 
 import mpmath
 import sympy
@@ -33,7 +33,7 @@ MAX_PERIODIC_ARG = 1e30
 #: Largest argument of factorial / gamma.
 MAX_GAMMA_ARG = 1e4
 
-Number = Union[mpmath.mpf, mpmath.mpc]
+Number = mpmath.mpf | mpmath.mpc
 
 
 class EvaluationError(ArithmeticError):

@@ -37,7 +37,8 @@ _REALS_RE = re.compile(
     re.IGNORECASE)
 # Relations in canonical spelling: "<", ">", "\le", "\ge".
 _REL_RE = re.compile(r"\\le(?![A-Za-z])|\\ge(?![A-Za-z])|\\ne(?![A-Za-z])|<|>")
-_VAR_RE = re.compile(r"[A-Za-z]\s*\(\s*[A-Za-z]\s*\)|[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|varphi|omega|sigma|tau)")
+_VAR_RE = re.compile(r"[A-Za-z]\s*\(\s*[A-Za-z]\s*\)|[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?"
+                     r"|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|varphi|omega|sigma|tau)")
 _OR_RE = re.compile(r"\s+(?:or)\s+|\\cup(?![A-Za-z])|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])")
 _LETTER_RE = re.compile(r"(?<!\\)(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
 

@@ -11,8 +11,8 @@ server logs every failure at start-up.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 __all__ = ["SelfCheckCase", "MATH_SELF_CHECK", "NUMERIC_SELF_CHECK", "gold_rewrites", "check_grader"]
 

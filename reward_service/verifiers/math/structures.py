@@ -24,8 +24,8 @@ Rules:
   ``x = 2 + 3 = 5`` is ``x = 5``; equation against equation is delegated
   (``lhs - rhs`` up to a constant factor).
 * Several answers -- a bare top-level comma list, ``2 and 3``, ``x=2 or x=3``,
-  ``2 \\pm \\sqrt 3``, one ``\\pm`` anywhere (``\\frac{-1 \\pm \\sqrt 5}{2}``) -- form an unordered list; the other side must hold the
-  same answers, no more and no fewer.  A set and a list compare alike; a
+  ``2 \\pm \\sqrt 3``, one ``\\pm`` anywhere (``\\frac{-1 \\pm \\sqrt 5}{2}``) -- form an
+  unordered list; the other side must hold the same answers, no more and no fewer.  A set and a list compare alike; a
   list never matches a single answer (so "1 or 2 or 3" does not match 2).
 """
 
@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
 
 from .errors import ExpressionTooLarge
 from .normalize import THOUSANDS_RE
@@ -57,22 +57,22 @@ class Bracketed:
     """Tuple, point or interval: ``brackets`` is e.g. ``"(]"``."""
 
     brackets: str
-    items: tuple["Answer", ...]
+    items: tuple[Answer, ...]
 
 
 @dataclass(frozen=True)
 class SetAnswer:
-    items: tuple["Answer", ...]
+    items: tuple[Answer, ...]
 
 
 @dataclass(frozen=True)
 class IntervalUnion:
-    parts: tuple["Answer", ...]
+    parts: tuple[Answer, ...]
 
 
 @dataclass(frozen=True)
 class Matrix:
-    rows: tuple[tuple["Answer", ...], ...]
+    rows: tuple[tuple[Answer, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -85,10 +85,10 @@ class Equation:
 class Choices:
     """Several alternative answers (unordered)."""
 
-    items: tuple["Answer", ...]
+    items: tuple[Answer, ...]
 
 
-Answer = Union[Scalar, Bracketed, SetAnswer, IntervalUnion, Matrix, Equation, Choices]
+Answer = Scalar | Bracketed | SetAnswer | IntervalUnion | Matrix | Equation | Choices
 ScalarEq = Callable[[str, str], bool]
 EquationEq = Callable[[Equation, Equation], bool]
 

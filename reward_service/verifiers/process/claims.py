@@ -147,7 +147,8 @@ def _glued(char: str) -> bool:
 def _side_after(segment: str) -> str | None:
     """The arithmetic side that starts where ``segment`` starts (see ``_side_before``)."""
     j = 0
-    while j < len(segment) and segment[j] in SIDE_CHARS and not (segment[j] == "," and not segment[j + 1:j + 2].isdigit()):
+    while (j < len(segment) and segment[j] in SIDE_CHARS
+           and not (segment[j] == "," and not segment[j + 1:j + 2].isdigit())):
         j += 1
     region = segment[:j]
     side = region.strip()

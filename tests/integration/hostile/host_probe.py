@@ -371,7 +371,7 @@ class MemoryWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hostile-memwatch", daemon=True)
 
-    def __enter__(self) -> "MemoryWatch":
+    def __enter__(self) -> MemoryWatch:
         self._thread.start()
         return self
 

@@ -9,8 +9,8 @@ backend and must be ACCEPTED, with the hostile suite's limits (time aside: they 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 
 from reward_core.sandbox_contract import ExecutionRequest, Limits, TestCase, TestStyle
 

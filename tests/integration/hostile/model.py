@@ -30,8 +30,8 @@ from __future__ import annotations
 import enum
 import secrets
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 
 from reward_core.sandbox_contract import ExecutionRequest, Limits, TestCase, TestStyle, Verdict
 
