@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
-import threading
 from dataclasses import asdict, dataclass, field
 
 from reward.v1 import sandbox_pb2
@@ -34,6 +32,7 @@ from reward_core.metrics_http import MetricsEndpoint
 from reward_core.sandbox_contract import Executor
 from reward_core.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from reward_core.server_shell import AioServerShell
+from reward_core.stop_signals import stop_on_signals, wait_until_set
 from sandbox.languages import Language, load_languages
 from sandbox.request_limits import RequestLimits
 from sandbox.servicer import SandboxServicer
@@ -174,13 +173,11 @@ def serve(config: SandboxServerConfig) -> None:
     """Runs until SIGTERM/SIGINT, then drains gracefully."""
     logger.info("starting sandbox server with config %s", asdict(config))
     server = create_server(config)
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     logger.info("sandbox server listening on %s: %s backend, %d programs at once, languages %s; %s",
                 server.address, config.backend, config.concurrency, sorted(config.language_table()),
                 server.security.describe())
-    stop.wait()
+    wait_until_set(stop)
     logger.info("draining (grace %.1fs)", config.grace_s)
     server.stop()
     logger.info("stopped")

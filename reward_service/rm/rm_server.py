@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import signal
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from reward_core.dtype_names import canonical_dtype
 from reward_core.grpc_common import DEFAULT_MAX_CONNECTION_AGE_S, server_options
 from reward_core.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from reward_core.server_shell import AioServerShell
+from reward_core.stop_signals import stop_on_signals, wait_until_set
 from reward_service.rm.checkpoint import CheckpointError, LoadedRewardModel
 from reward_service.rm.dynamic_batcher import BatcherConfig, DynamicBatcher
 from reward_service.rm.model_holder import Loader, ModelHolder
@@ -195,9 +195,7 @@ def serve_rm(config: RewardModelServerConfig) -> None:
     """Runs until SIGTERM/SIGINT, then drains gracefully; raises CheckpointError if the first load fails."""
     logger.info("starting reward-model server with config %s", asdict(config))
     server = create_rm_server(config, wait_ready=False)
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     logger.info("reward-model server listening on %s; loading %s; %s; Reload root %s; /metrics %s", server.address,
                 config.checkpoint, server.security.describe(), config.reload_root(),
                 f"on {config.metrics_host or config.host}:{server.metrics.port}" if server.metrics.port else "off")
@@ -206,7 +204,7 @@ def serve_rm(config: RewardModelServerConfig) -> None:
     if server.holder.settled.is_set() and not server.holder.loaded:
         server.stop(0)
         raise CheckpointError(server.holder.load_error)
-    stop.wait()
+    wait_until_set(stop)
     logger.info("draining (grace %.1fs)", config.grace_s)
     server.stop()
     logger.info("stopped")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -19,6 +18,7 @@ from reward_core.config_flags import nested
 from reward_core.grpc_common import DEFAULT_MAX_CONNECTION_AGE_S, server_options
 from reward_core.server_security import ServerSecurity, ServerSecurityConfig, prepare
 from reward_core.server_shell import AioServerShell
+from reward_core.stop_signals import stop_on_signals, wait_until_set
 from reward_service.router.code_executor import shared_sandbox_servicer
 from reward_service.router.metrics import RewardMetrics
 from reward_service.router.scoring import Scorer, ScorerConfig
@@ -198,14 +198,12 @@ def serve(config: ServerConfig) -> None:
     """Runs until SIGTERM/SIGINT (or, with ``exit_with_parent``, its parent's death), then drains."""
     logger.info("starting reward server with config %s", asdict(config))
     server = create_server(config)
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     if config.exit_with_parent:
         watch_parent(stop)
     logger.info("reward server listening on %s with tasks %s; %s", server.address, server.scorer.registry.names(),
                 server.security.describe())
-    stop.wait()
+    wait_until_set(stop)
     logger.info("draining (grace %.1fs)", config.grace_s)
     server.stop()
     logger.info("stopped")
