@@ -151,6 +151,13 @@ class Task(abc.ABC):
     #: server's ``TaskEndpoints`` (``reward_service.router.rewards_config``) the registry passes as
     #: that option when the task's config gives none ("": the task takes no endpoint).
     endpoint_field: ClassVar[str] = ""
+    #: A task that shapes another task's outcome (``reward_service/tasks/shaped_tasks.py``) takes a ``base``
+    #: option naming a registered task, this one when the config names none; the registry passes that
+    #: task's instance as ``base`` ("": the task takes no base).
+    default_base: ClassVar[str] = ""
+    #: A task whose score depends on the other completions of its group (the rollouts of one request
+    #: sharing a ``group_id``): the server calls ``score_group`` once every member's outcome is known.
+    groupwise: ClassVar[bool] = False
 
     def __init__(self, **options: Any) -> None:
         if options:
@@ -173,6 +180,17 @@ class Task(abc.ABC):
             except InvalidReference as exc:
                 outcomes.append(TaskOutcome(0.0, RolloutStatus.INVALID_REFERENCE, detail=str(exc)))
         return outcomes
+
+    def score_group(self, items: Sequence[TaskInput], outcomes: Sequence[TaskOutcome]) -> list[TaskOutcome]:
+        """The group stage of a ``groupwise`` task: one group's members and their ``score_batch``
+        outcomes in, their final outcomes out (one per member, in order).
+
+        The server passes the scored members only (an unscored one stays unscored and is left out
+        of the group), and only the members in the same request. It runs in the server as the
+        request is answered: keep it cheap, and measure what it needs in ``score_batch`` (in the
+        workers) as components. Default: unchanged.
+        """
+        return list(outcomes)
 
     def self_check(self) -> list[str]:
         """Known-answer checks run once at server start-up; one line per failure (default: none).
@@ -200,6 +218,22 @@ class Task(abc.ABC):
             kind="task",
             produces_steps=self.produces_steps,
         )
+
+
+class FamilyTask(Task):
+    """A family of tasks, one per member, served as ``<prefix>:<member>`` (``rg:leg_counting``).
+
+    Registered under its prefix in the same ``reward_service.tasks`` entry-point group
+    (``rg = "reward_service.tasks.reasoning_gym_task:ReasoningGymTask"``); the registry creates
+    ``cls(member, **options)`` the first time a member's name is asked for, so a family of a
+    hundred members costs nothing until one is used. ``members()`` names them all (ListTasks
+    lists each); a name outside it is an unknown task.
+    """
+
+    @classmethod
+    @abc.abstractmethod
+    def members(cls) -> Sequence[str]:
+        """Every member name this family serves (cheap: no heavy import)."""
 
 
 ScoreFn = Callable[[str, Mapping[str, Any], str], "float | TaskOutcome"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,7 +16,9 @@ class CompositeTask(Task):
 
     The composite is NO_ANSWER only when every component is; the extracted
     answer is the first component's that has one. A component that raises
-    InvalidReference makes the whole rollout INVALID_REFERENCE.
+    InvalidReference makes the whole rollout INVALID_REFERENCE; any other unscored
+    component (ERROR, TIMEOUT) makes it unscored too, never a 0 in the sum. A groupwise
+    component (``Task.groupwise``) gets its part of the score in the group stage.
     """
 
     def __init__(self, name: str, parts: Mapping[str, tuple[Task, float]], description: str = "") -> None:
@@ -35,6 +39,10 @@ class CompositeTask(Task):
     def time_limit_s(self) -> float:  # type: ignore[override]
         return sum(task.time_limit_s for task, _ in self._parts.values())
 
+    @property
+    def groupwise(self) -> bool:  # type: ignore[override]
+        return any(task.groupwise for task, _ in self._parts.values())
+
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         return self.combine({name: task.score(completion, reference, prompt)
                              for name, (task, _) in self._parts.items()})
@@ -44,11 +52,34 @@ class CompositeTask(Task):
         per_part = {name: task.score_batch(items) for name, (task, _) in self._parts.items()}
         return [self.combine({name: outs[i] for name, outs in per_part.items()}) for i in range(len(items))]
 
+    def score_group(self, items: Sequence[TaskInput], outcomes: Sequence[TaskOutcome]) -> list[TaskOutcome]:
+        """Each groupwise component's group stage over its own part of the outcomes (its score and
+        sub-components, as ``combine`` stored them), then the weighted sum again."""
+        shaped = list(outcomes)
+        for part_name, (task, _) in self._parts.items():
+            if task.groupwise:
+                parts = task.score_group(items, [_part_of(o, part_name) for o in shaped])
+                shaped = [self._with_part(o, part_name, p) for o, p in zip(shaped, parts, strict=True)]
+        return shaped
+
+    def _with_part(self, outcome: TaskOutcome, part_name: str, part: TaskOutcome) -> TaskOutcome:
+        components = {k: v for k, v in outcome.components.items() if not k.startswith(f"{part_name}.")}
+        components[part_name] = part.score
+        components.update({f"{part_name}.{sub}": v for sub, v in part.components.items() if sub != part_name})
+        total = 0.0
+        for name, (_, weight) in self._parts.items():
+            total += weight * components[name]
+        return dataclasses.replace(outcome, score=total, components=components)
+
     def combine(self, outcomes: Mapping[str, TaskOutcome]) -> TaskOutcome:
         """The weighted sum of the components' outcomes for one completion."""
         bad = next((o for o in outcomes.values() if o.status == RolloutStatus.INVALID_REFERENCE), None)
         if bad is not None:
             return bad
+        failed = next(((n, o) for n, o in outcomes.items() if not o.status.scored), None)
+        if failed is not None:  # a failure of ours is never a 0 in the sum
+            part_name, outcome = failed
+            return TaskOutcome(0.0, outcome.status, detail=f"{part_name}: {outcome.detail}")
         total = 0.0
         components: dict[str, float] = {}
         extracted = ""
@@ -87,3 +118,10 @@ class CompositeTask(Task):
             weights={n: w for n, (_, w) in self._parts.items()},
             produces_steps=any(task.info().produces_steps for task, _ in self._parts.values()),
         )
+
+
+def _part_of(outcome: TaskOutcome, part_name: str) -> TaskOutcome:
+    """One component's outcome as ``combine`` stored it in a composite outcome."""
+    prefix = f"{part_name}."
+    subs = {k[len(prefix):]: v for k, v in outcome.components.items() if k.startswith(prefix)}
+    return TaskOutcome(outcome.components.get(part_name, math.nan), outcome.status, subs)

@@ -7,9 +7,13 @@ so an installed package adds a task without editing the server::
     [project.entry-points."reward_service.tasks"]
     word_count = "my_package.tasks:WordCountTask"
 
+A :class:`~reward_service.task_api.FamilyTask` in that group is a family: its entry-point name is
+a prefix, and ``<prefix>:<member>`` names one member task, created on first use.
+
 Configured variants and composite rewards (``rewards_config.py``) are added on top. A task that
 calls another service gets its ``endpoint`` from the server's :class:`TaskEndpoints` when its
-options name none.
+options name none. A task over a base task (``Task.default_base``: the shaping tasks) gets the
+instance of the task its ``base`` option names, built after that one (``task_bases.py``).
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from typing import Any
 
 from reward_core.contract import TaskInfo
 from reward_service.router.composite import CompositeTask
-from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints
-from reward_service.task_api import InvalidTaskOptions, Task
+from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints, TaskSpec
+from reward_service.router.task_bases import order_by_base, with_base
+from reward_service.task_api import FamilyTask, InvalidTaskOptions, Task
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +49,7 @@ class TaskRegistry:
     def __init__(self, endpoints: TaskEndpoints | None = None) -> None:
         self.endpoints = endpoints or TaskEndpoints()
         self._classes: dict[str, type[Task]] = {}
+        self._families: dict[str, type[FamilyTask]] = {}
         self._tasks: dict[str, Task] = {}
         self._infos: dict[str, TaskInfo] = {}
 
@@ -53,7 +59,21 @@ class TaskRegistry:
         if not key:
             raise TaskLoadError(f"task class {cls.__qualname__} has no name")
         self._classes[key] = cls
-        self.add(key, _instantiate(cls, key, {}, self.endpoints))
+        if cls.default_base and cls.default_base not in self:
+            return  # built once its base is registered (``_add_over_base``)
+        self.add(key, _instantiate(cls, key, self._with_base(cls, key, {}), self.endpoints))
+
+    def register_family(self, cls: type[FamilyTask], prefix: str) -> None:
+        """Serves ``<prefix>:<member>`` for every member of ``cls``, each created on first use."""
+        if not prefix or ":" in prefix:
+            raise TaskLoadError(f"task family {cls.__qualname__}: prefix {prefix!r} must be non-empty, without ':'")
+        self._families[prefix] = cls
+
+    def _family_member(self, name: str) -> tuple[type[FamilyTask], str] | None:
+        """The family and member a ``prefix:member`` name stands for (None if it stands for none)."""
+        prefix, sep, member = name.partition(":")
+        family = self._families.get(prefix) if sep else None
+        return (family, member) if family is not None and member in family.members() else None
 
     def add(self, name: str, task: Task, info: TaskInfo | None = None) -> None:
         """Registers a task instance under ``name`` (replacing any previous one)."""
@@ -70,54 +90,102 @@ class TaskRegistry:
                 raise TaskLoadError(f"task plugin {ep.name!r} ({ep.value}) failed to import: {exc}") from exc
             if not (isinstance(cls, type) and issubclass(cls, Task)):
                 raise TaskLoadError(f"task plugin {ep.name!r} ({ep.value}) is not a Task subclass")
-            self.register_class(cls, ep.name)
+            if issubclass(cls, FamilyTask):
+                self.register_family(cls, ep.name)
+            else:
+                self.register_class(cls, ep.name)
             names.append(ep.name)
         return names
 
     def apply_config(self, config: RewardsConfig) -> None:
         """Adds configured task variants, then composite rewards (which may use the variants)."""
+        over_base: list[tuple[TaskSpec, type[Task]]] = []
         for spec in config.tasks:
+            found = self._family_member(spec.task)
+            if found is not None:
+                family, member = found
+                task = _instantiate(family, spec.name, spec.options, self.endpoints, member)
+                self.add(spec.name, task, _described(task.info(spec.name), spec.description))
+                continue
             cls = self._classes.get(spec.task) or _import_task_class(spec.task, spec.name)
             if cls is None:
                 raise TaskLoadError(f"tasks.{spec.name}: no registered task {spec.task!r} (and not a "
-                                    f"'module:Class' path); known: {self.names()}")
+                                    f"'module:Class' path); known: {self.summary()}")
+            if cls.default_base:
+                over_base.append((spec, cls))
+                continue
             task = _instantiate(cls, spec.name, spec.options, self.endpoints)
-            info = task.info(spec.name)
-            if spec.description:
-                info = TaskInfo(**{**info.__dict__, "description": spec.description})
-            self.add(spec.name, task, info)
+            self.add(spec.name, task, _described(task.info(spec.name), spec.description))
+        self._add_over_base(over_base, {spec.name for spec in config.tasks})
         for spec in config.rewards:
-            missing = [c for c in spec.components if c not in self._tasks]
+            missing = [c for c in spec.components if c not in self]
             if missing:
-                raise TaskLoadError(f"rewards.{spec.name}: unknown component task(s) {missing}; known: {self.names()}")
-            composite = CompositeTask(spec.name, {c: (self._tasks[c], w) for c, w in spec.components.items()},
+                raise TaskLoadError(f"rewards.{spec.name}: unknown component task(s) {missing}; "
+                                    f"known: {self.summary()}")
+            composite = CompositeTask(spec.name, {c: (self.get(c), w) for c, w in spec.components.items()},
                                       spec.description)
             self.add(spec.name, composite, composite.info(spec.name))
 
-    def get(self, name: str) -> Task:
+    def _with_base(self, cls: type[Task], name: str, options: Mapping[str, Any]) -> Mapping[str, Any]:
         try:
-            return self._tasks[name]
-        except KeyError:
-            raise UnknownTask(f"unknown task {name!r}; registered: {self.names()}") from None
+            return with_base(cls, name, options, lambda base: self.get(base) if base in self else None)
+        except InvalidTaskOptions as exc:
+            raise TaskLoadError(f"tasks.{name}: {exc}") from None
+
+    def _add_over_base(self, specs: list[tuple[TaskSpec, type[Task]]], configured: set[str]) -> None:
+        """Builds the tasks over a base task (``Task.default_base``), each after its base: ``specs`` and the
+        default instance of every such class not ``configured`` (rebuilt, so a reconfigured base reaches it)."""
+        defaults = [(TaskSpec(n, n), c) for n, c in self._classes.items() if c.default_base and n not in configured]
+        try:
+            ordered = order_by_base(specs + defaults)
+        except InvalidTaskOptions as exc:
+            raise TaskLoadError(str(exc)) from None
+        for spec, cls in ordered:
+            task = _instantiate(cls, spec.name, self._with_base(cls, spec.name, spec.options), self.endpoints)
+            self.add(spec.name, task, _described(task.info(spec.name), spec.description))
+
+    def get(self, name: str) -> Task:
+        task = self._tasks.get(name)
+        if task is not None:
+            return task
+        found = self._family_member(name)
+        if found is None:
+            raise UnknownTask(f"unknown task {name!r}; registered: {self.summary()}")
+        family, member = found
+        task = _instantiate(family, name, {}, self.endpoints, member)
+        self.add(name, task)
+        return task
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tasks
+        return name in self._tasks or (isinstance(name, str) and self._family_member(name) is not None)
 
     def names(self) -> list[str]:
-        return sorted(self._tasks)
+        """Every task name: the registered ones and each member of each family."""
+        members = {f"{prefix}:{m}" for prefix, family in self._families.items() for m in family.members()}
+        return sorted(set(self._tasks) | members)
+
+    def summary(self) -> str:
+        """The names for a message: registered tasks, and each family as ``prefix:<member>`` with its count."""
+        own = [n for n in sorted(self._tasks) if self._family_member(n) is None]
+        families = [f"{p}:<member> ({len(f.members())} members: "
+                    + ", ".join([f"{p}:{m}" for m in f.members()[:3]] + ["..."]) + ")"
+                    for p, f in sorted(self._families.items())]
+        return ", ".join(own + families)
 
     def infos(self) -> list[TaskInfo]:
-        return [self._infos[n] for n in self.names()]
+        return [self._infos[n] if n in self._infos else self.get(n).info(n) for n in self.names()]
 
     def self_check(self) -> dict[str, list[str]]:
         """Runs every task's ``self_check()``; returns the failures of the tasks that have some.
 
-        A self-check that raises is itself a failure (reported, not propagated).
+        A self-check that raises is itself a failure (reported, not propagated). A family is
+        checked through its first member (its members share one class) and the members in use.
         """
         failures: dict[str, list[str]] = {}
-        for name in self.names():
+        firsts = [f"{p}:{f.members()[0]}" for p, f in self._families.items() if f.members()]
+        for name in sorted(set(self._tasks) | set(firsts)):
             try:
-                found = list(self._tasks[name].self_check())
+                found = list(self.get(name).self_check())
             except (ValueError, TypeError, KeyError, ArithmeticError, AttributeError, RuntimeError) as exc:
                 found = [f"self_check raised {type(exc).__name__}: {exc}"]
             if found:
@@ -158,9 +226,17 @@ def _with_endpoint(cls: type[Task], name: str, options: Mapping[str, Any],
     return {**options, "endpoint": getattr(endpoints, cls.endpoint_field)}
 
 
-def _instantiate(cls: type[Task], name: str, options: Mapping[str, Any], endpoints: TaskEndpoints) -> Task:
+def _described(info: TaskInfo, description: str) -> TaskInfo:
+    """``info`` with the config's own description, when it gives one."""
+    return TaskInfo(**{**info.__dict__, "description": description}) if description else info
+
+
+def _instantiate(cls: type[Task], name: str, options: Mapping[str, Any], endpoints: TaskEndpoints,
+                 member: str | None = None) -> Task:
+    """``cls(**options)``, or ``cls(member, **options)`` for a family's member."""
     try:
-        return cls(**_with_endpoint(cls, name, options, endpoints))
+        options = _with_endpoint(cls, name, options, endpoints)
+        return cls(**options) if member is None else cls(member, **options)  # type: ignore[call-arg]
     except (TypeError, InvalidTaskOptions) as exc:
         raise TaskLoadError(f"task {name!r}: bad options {dict(options)}: {exc}") from exc
 

@@ -2,7 +2,8 @@
 
 Used by the gRPC servicer and by ``reward-service score`` in-process, so both
 score exactly the same way. Per request, identical (task, completion,
-reference, prompt, metadata) items are verified once.
+reference, prompt, metadata) items are verified once; the rollouts of a groupwise
+task are then shaped per group (``group_stage.py``) when the request's results are built.
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ from reward_service.pool.worker_pool import (
     WorkerCrashed,
     WorkerPool,
 )
+from reward_service.router.group_stage import shape_groups
 from reward_service.router.registry import TaskRegistry, build_registry, log_self_check
 from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints
 from reward_service.router.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
-from reward_service.task_api import InvalidReference, TaskInput, cancel_token_set
+from reward_service.task_api import InvalidReference, Task, TaskInput, cancel_token_set
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +49,9 @@ logger = logging.getLogger(__name__)
 JOB_SHARE_OF_LIMIT = 0.05
 
 # Imported in the fork server so every (re)started worker begins warm.
-PRELOAD_MODULES = ("sympy", "reward_service.router.worker_job", "reward_service.verifiers.math")
+PRELOAD_MODULES = ("sympy", "reward_service.router.worker_job", "reward_service.verifiers.math",
+                   # the instruction-following tasks' language tools (nltk takes seconds to import)
+                   "nltk.tokenize.punkt", "nltk.tokenize.destructive", "langdetect.detector_factory")
 
 
 @dataclass(frozen=True)
@@ -104,8 +108,10 @@ JobEntry = tuple[ScoreItem, Future]
 class PendingBatch:
     """A submitted request: its results become available when every item is done."""
 
-    def __init__(self, request_id: str, rollouts: Sequence[Rollout], timeout_s: float, client_id: str = "") -> None:
+    def __init__(self, request_id: str, rollouts: Sequence[Rollout], timeout_s: float, client_id: str = "",
+                 task_of: Callable[[str], Task] | None = None) -> None:
         self.request_id = request_id
+        self._task_of = task_of  # for the group stage; None: the request has no groupwise task
         self.client_id = client_id
         self.cancelled = False
         self._rollouts = list(rollouts)
@@ -174,6 +180,7 @@ class PendingBatch:
         delivered and every rollout still pending is answered UNAVAILABLE (retryable) with
         that reason -- how a server going away hands back a call within its grace period.
         """
+        shaped = self._group_stage()
         results = []
         for i, rollout in enumerate(self._rollouts):
             if i in self._ready:
@@ -182,10 +189,20 @@ class PendingBatch:
             fut, first = self._slot_future[i]
             if unfinished and (not fut.done() or isinstance(fut.exception(timeout=0), CancelledError)):
                 results.append(unscored(rollout, RolloutStatus.UNAVAILABLE, unfinished))
+            elif i in shaped:
+                results.append(result_from_outcome(rollout, shaped[i], first))
             else:
                 results.append(result_from_future(rollout, fut, first, self._timeout_s))
         elapsed = (time.perf_counter() - self._start) * 1000.0
         return ScoreBatchResult(self.request_id, results, group_stats(results), elapsed)
+
+    def _group_stage(self) -> dict[int, ItemOutcome]:
+        """The outcomes of the groupwise rollouts verified so far, shaped per group (see ``group_stage``)."""
+        if self._task_of is None:
+            return {}
+        done = {i: fut.result(timeout=0) for i, (fut, _) in self._slot_future.items()
+                if fut.done() and not fut.cancelled() and fut.exception(timeout=0) is None}
+        return shape_groups(self._rollouts, done, self._task_of)
 
 
 class Scorer:
@@ -223,7 +240,8 @@ class Scorer:
         """Queues every rollout in ``client_id``'s queue; raises QueueFullError, queueing nothing, when
         the items would pass the server's or the client's pending limit."""
         timeout = item_timeout_s or self.config.item_timeout_s
-        batch = PendingBatch(request_id, rollouts, timeout, client_id)
+        groupwise = any(r.task in self.registry and self.registry.get(r.task).groupwise for r in rollouts)
+        batch = PendingBatch(request_id, rollouts, timeout, client_id, self.registry.get if groupwise else None)
         unique: dict[tuple, Future] = {}
         by_task: dict[str, list[JobEntry]] = {}
         for i, rollout in enumerate(rollouts):
@@ -342,7 +360,7 @@ class Scorer:
         ``check_reference`` that fails (a task bug: ERROR, unscored) rather than rejecting the reference."""
         if rollout.task not in self.registry:
             return unscored(rollout, RolloutStatus.UNKNOWN_TASK,
-                            f"unknown task {rollout.task!r}; registered: {', '.join(self.registry.names())}")
+                            f"unknown task {rollout.task!r}; registered: {self.registry.summary()}")
         try:
             self.registry.get(rollout.task).check_reference(rollout.reference)
         except InvalidReference as exc:
@@ -351,6 +369,10 @@ class Scorer:
             logger.warning("task %r: check_reference failed on rollout %r", rollout.task, rollout.id, exc_info=exc)
             return unscored(rollout, RolloutStatus.ERROR,
                             f"task {rollout.task!r} failed checking the reference: {type(exc).__name__}: {exc}")
+        if not rollout.group_id and self.registry.get(rollout.task).groupwise:
+            return unscored(rollout, RolloutStatus.INVALID_REFERENCE,
+                            f"task {rollout.task!r} scores each completion against its group: give the rollout "
+                            "a group_id (the completions of one prompt share one) and send the group in one request")
         return None
 
     def drop_queued(self) -> int:
@@ -396,6 +418,11 @@ def result_from_future(rollout: Rollout, fut: Future, first: bool, timeout_s: fl
         return unscored(rollout, RolloutStatus.ERROR, "cancelled before verification")
     except PoolError as exc:
         return unscored(rollout, RolloutStatus.ERROR, f"verification pool error: {exc}")
+    return result_from_outcome(rollout, item, first)
+
+
+def result_from_outcome(rollout: Rollout, item: ItemOutcome, first: bool) -> RolloutResult:
+    """A verified (and, for a groupwise task, group-shaped) outcome as the rollout's result."""
     outcome = item.outcome
     elapsed = item.elapsed_ms if first else 0.0
     if not outcome.status.scored:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reward_service.task_api import Task, TaskOutcome
+from reward_service.tasks.answer_scores import AnswerScores
 from reward_service.tasks.math_task import grade_config, outcome_from_grade, reference_answer, self_check_failures
 from reward_service.verifiers.math import grade_numeric
 from reward_service.verifiers.math.self_check import NUMERIC_SELF_CHECK
@@ -19,13 +20,15 @@ class Gsm8kTask(Task):
     description = "1 if the number after '####' (or the fallback answer) equals reference.answer numerically, else 0"
     required_reference_fields = ("answer",)
 
-    def __init__(self, strict: bool = False, last_number_fallback: bool = True) -> None:
+    def __init__(self, strict: bool = False, last_number_fallback: bool = True, wrong_score: float = 0.0,
+                 no_answer_score: float = 0.0) -> None:
         super().__init__()
         self._config = grade_config(strict, last_number_fallback)
+        self._scores = AnswerScores.from_options(self.name, wrong_score, no_answer_score)
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         gold = reference_answer(reference, self.name)
-        return outcome_from_grade(grade_numeric(completion, gold, self._config), gold)
+        return self._scores.apply(outcome_from_grade(grade_numeric(completion, gold, self._config), gold))
 
     def self_check(self) -> list[str]:
         return self_check_failures(self, NUMERIC_SELF_CHECK, self._config.extraction.strict)

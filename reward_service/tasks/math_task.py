@@ -7,6 +7,7 @@ from typing import Any
 
 from reward_core.contract import RolloutStatus
 from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskOutcome
+from reward_service.tasks.answer_scores import AnswerScores
 from reward_service.verifiers.math import ExtractionConfig, GradeConfig, MathGrade, grade, normalize_answer
 from reward_service.verifiers.math.self_check import MATH_SELF_CHECK, SelfCheckCase, check_grader
 
@@ -65,13 +66,15 @@ class MathTask(Task):
     )
     required_reference_fields = ("answer",)
 
-    def __init__(self, strict: bool = False, last_number_fallback: bool = True) -> None:
+    def __init__(self, strict: bool = False, last_number_fallback: bool = True, wrong_score: float = 0.0,
+                 no_answer_score: float = 0.0) -> None:
         super().__init__()
         self._config = grade_config(strict, last_number_fallback)
+        self._scores = AnswerScores.from_options(self.name, wrong_score, no_answer_score)
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         gold = reference_answer(reference, self.name)
-        return outcome_from_grade(grade(completion, gold, self._config), gold)
+        return self._scores.apply(outcome_from_grade(grade(completion, gold, self._config), gold))
 
     def self_check(self) -> list[str]:
         return self_check_failures(self, MATH_SELF_CHECK, self._config.extraction.strict)

@@ -1,0 +1,50 @@
+"""The group stage: rollouts of one request that share a ``group_id`` and a groupwise task
+(``Task.groupwise``) are shaped together once all their outcomes are known.
+
+Only a group's scored members take part; an unscored member stays unscored and is left out of the
+group's statistics. A group split over several requests is shaped per request (send each group in
+one request: ``RewardClient`` never splits one). A group stage that fails answers its members ERROR.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+
+from reward_core.contract import Rollout, RolloutStatus
+from reward_service.router.worker_job import ItemOutcome
+from reward_service.task_api import Task, TaskInput, TaskOutcome
+
+logger = logging.getLogger(__name__)
+
+
+def shape_groups(rollouts: Sequence[Rollout], outcomes: Mapping[int, ItemOutcome],
+                 task_of: Callable[[str], Task]) -> dict[int, ItemOutcome]:
+    """The shaped outcome of every groupwise rollout (by index) with a scored outcome in ``outcomes``."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i in sorted(outcomes):
+        rollout = rollouts[i]
+        if rollout.group_id and outcomes[i].outcome.status.scored and task_of(rollout.task).groupwise:
+            groups.setdefault((rollout.task, rollout.group_id), []).append(i)
+    shaped: dict[int, ItemOutcome] = {}
+    for (task_name, group_id), members in groups.items():
+        new = _score_group(task_of(task_name), task_name, group_id, [rollouts[i] for i in members],
+                           [outcomes[i].outcome for i in members])
+        for i, outcome in zip(members, new):
+            shaped[i] = ItemOutcome(outcome, outcomes[i].elapsed_ms)
+    return shaped
+
+
+def _score_group(task: Task, task_name: str, group_id: str, rollouts: list[Rollout],
+                 outcomes: list[TaskOutcome]) -> list[TaskOutcome]:
+    items = [TaskInput(r.completion, r.reference, r.prompt, r.metadata) for r in rollouts]
+    try:
+        new = list(task.score_group(items, outcomes))
+        if len(new) != len(items):
+            raise RuntimeError(f"score_group returned {len(new)} outcomes for {len(items)} members")
+    except Exception as exc:  # noqa: BLE001 -- a task's bug fails its group, never the request
+        logger.warning("task %r: group stage of group %r failed", task_name, group_id, exc_info=exc)
+        failed = TaskOutcome(0.0, RolloutStatus.ERROR,
+                             detail=f"group stage of task {task_name!r} failed: {type(exc).__name__}: {exc}")
+        return [failed] * len(items)
+    return new
