@@ -12,6 +12,8 @@ takes ``{"verify_responses": [...]}``. Shapes are those of nemo-gym 0.7.0
 - completion: the ``output_text`` parts of the ``message`` items of ``response.output``,
   joined with "" (as ``resources_servers/math_with_judge/app.py`` does); reasoning and
   tool-call items are skipped.
+- metadata: the ``function_call`` items (``{"name", "arguments"}`` each, as JSON under
+  ``function_calls``; as ``resources_servers/xlam_fc/app.py`` reads them), when there are any.
 - prompt: the last ``user`` message of ``responses_create_params.input`` (its text parts).
 - reference: every other top-level field of the row, except Gym's own (``_ng_*``, ``agent_ref``,
   ``task_source``, ``instance_config``...); ``expected_answer`` and ``ground_truth`` become
@@ -60,6 +62,8 @@ PROTOCOL_FIELDS = frozenset({"responses_create_params", "response", "reward", "r
 #: Row fields renamed into our reference (the row's own ``answer`` wins).
 REFERENCE_RENAMES = {"expected_answer": "answer", "ground_truth": "answer"}
 TASK_INDEX, ROLLOUT_INDEX = "_ng_task_index", "_ng_rollout_index"  # nemo_gym/global_config.py
+#: Rollout metadata carrying the response's function calls as JSON (read by the ``tool_call`` task).
+FUNCTION_CALLS_METADATA = "function_calls"
 
 _UNSCORED_CODES = {RolloutStatus.TIMEOUT: grpc.StatusCode.DEADLINE_EXCEEDED,
                    RolloutStatus.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
@@ -116,12 +120,21 @@ def reference_of(row: Mapping[str, Any]) -> dict[str, Any]:
     return reference
 
 
+def function_calls(response: Any) -> list[dict[str, Any]]:
+    """The ``function_call`` items of ``response.output`` as ``{"name", "arguments"}`` (as sent), in order."""
+    output = response.get("output") if isinstance(response, Mapping) else None
+    return [{"name": item.get("name"), "arguments": item.get("arguments")} for item in output or []
+            if isinstance(item, Mapping) and item.get("type") == "function_call"]
+
+
 def rollout_of(reward: str, row: Any) -> Rollout:
     """One rollout from one verify body; raises BadRow when it is not one."""
     if not isinstance(row, Mapping):
         raise BadRow("the verify body must be a JSON object (a dataset row plus 'response')")
+    calls = function_calls(row.get("response"))
     return Rollout(id="0", task=reward, completion=completion_text(row.get("response")),
-                   reference=reference_of(row), prompt=prompt_text(row.get("responses_create_params")))
+                   reference=reference_of(row), prompt=prompt_text(row.get("responses_create_params")),
+                   metadata={FUNCTION_CALLS_METADATA: json.dumps(calls)} if calls else {})
 
 
 def verify_reply(row: Mapping[str, Any], result: RolloutResult, unscored: UnscoredPolicy) -> Response:
