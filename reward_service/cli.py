@@ -6,6 +6,7 @@
     reward-service serve-rm --checkpoint runs/rm/final --port 50052                   # reward model
     reward-service status --endpoint localhost:50051 --metrics-url http://localhost:9100/metrics
     reward-service serve-http --upstream localhost:50051 --port 8080   # OpenRLHF, slime, NeMo Gym, SandboxFusion
+    reward-service make-data rg:leg_counting --n 1000 --seed 0 --out prompts.jsonl   # training prompts
 
 Flags default to ``REWARD_SERVICE_<FLAG>`` environment variables (for containers); the
 security flags (TLS, token, ``--insecure``) to ``REWARD_SUITE_<FLAG>``, shared by every
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import json
 import logging
 import os
 import sys
@@ -123,6 +125,26 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_make_data(args: argparse.Namespace) -> int:
+    """Training prompts ``{"id", "task", "prompt", "reference"}`` from a task family that generates its own."""
+    if args.task.partition(":")[0] != "rg":
+        raise ValueError(f"make-data: no generator for task {args.task!r}; tasks with one: rg:<dataset>")
+    from reward_service.tasks.reasoning_gym_data import make_rows
+
+    config = json.loads(args.config) if args.config else {}
+    if not isinstance(config, dict):
+        raise ValueError(f"--config must be a JSON object of the generator's config fields, got {args.config!r}")
+    rows = list(make_rows(args.task, args.n, args.seed, config, args.instruction))
+    lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    if args.out_path == "-":
+        sys.stdout.write(lines)
+    else:
+        with open(args.out_path, "w", encoding="utf-8") as out:
+            out.write(lines)
+    print(f"wrote {len(rows)} prompts of {args.task} (seed {args.seed}) -> {args.out_path}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reward-service", description=__doc__.splitlines()[0])
     parser.add_argument("--log-level", default=os.environ.get(ENV_PREFIX + "LOG_LEVEL", "INFO"),
@@ -164,6 +186,21 @@ def build_parser() -> argparse.ArgumentParser:
     add_dataclass_flags(score, ServerConfig, ENV_PREFIX, only=SCORE_FIELDS)
     add_client_security_flags(score)
     score.set_defaults(func=cmd_score)
+
+    from reward_service.tasks.reasoning_gym_data import INSTRUCTIONS  # a tuple: imports no generator
+
+    make_data = sub.add_parser("make-data", help="write training prompts (JSONL) for a task family that generates "
+                                                 "its own data: rg:<dataset> (reasoning-gym)")
+    make_data.add_argument("task", help="the task the prompts are for, e.g. rg:leg_counting")
+    make_data.add_argument("--n", type=int, default=1000, help="how many prompts (default: %(default)s)")
+    make_data.add_argument("--seed", type=int, default=0, help="generator seed; same seed, same rows (default: 0)")
+    make_data.add_argument("--out", dest="out_path", default="-", help="output JSONL (default: stdout)")
+    make_data.add_argument("--config", help="the generator's config overrides as a JSON object, e.g. "
+                                            "'{\"min_animals\": 3}' (stamped into each entry)")
+    make_data.add_argument("--instruction", choices=INSTRUCTIONS, default="default",
+                           help="reasoning-gym's instruction put before each question (asks for "
+                                "<answer>...</answer>); none: the question alone (default: %(default)s)")
+    make_data.set_defaults(func=cmd_make_data)
 
     add_status_command(sub)
     return parser
