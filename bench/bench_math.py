@@ -124,7 +124,8 @@ def gsm8k_rollouts(n_groups: int = 64, group_size: int = 16, seed: int = 0) -> l
 
 def bench_e2e(workers: int) -> None:
     from reward_core.contract import Rollout
-    from reward_service.router.scoring import Scorer, ScorerConfig
+    from reward_service.router.config import ScorerConfig
+    from reward_service.router.scoring import Scorer
     from trainer_client import RewardClient
 
     rollouts = gsm8k_rollouts()

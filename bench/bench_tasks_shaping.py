@@ -129,8 +129,9 @@ def bench_group_stage(rows: list[tuple[str, str]], groups: int, repeats: int) ->
     import statistics
 
     from reward_core.contract import Rollout
+    from reward_service.router.config import ScorerConfig
     from reward_service.router.rewards_config import CompositeSpec, RewardsConfig
-    from reward_service.router.scoring import Scorer, ScorerConfig
+    from reward_service.router.scoring import Scorer
 
     size = 8
     picked = rows[: groups * size]

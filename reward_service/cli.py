@@ -34,9 +34,9 @@ from reward_core.contract import Rollout
 from reward_core.log_context import LOG_FORMATS, configure_logging
 from reward_core.server_security import add_server_security_flags, server_security_from_args
 from reward_service.jsonl_io import JsonlError, read_rollouts, write_results
-from reward_service.rm.rm_server import RewardModelServerConfig
+from reward_service.rm.config import RewardModelServerConfig
+from reward_service.router.config import ServerConfig
 from reward_service.router.rewards_config import RewardsConfig, RewardsConfigError
-from reward_service.router.server import ServerConfig
 from reward_service.status_cli import add_status_command
 
 logger = logging.getLogger(__name__)

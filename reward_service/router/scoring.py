@@ -15,9 +15,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 
-from reward_core.config_flags import nested
 from reward_core.contract import (
     Rollout,
     RolloutResult,
@@ -37,9 +35,9 @@ from reward_service.pool.worker_pool import (
     WorkerCrashed,
     WorkerPool,
 )
+from reward_service.router.config import ScorerConfig
 from reward_service.router.group_stage import shape_groups
 from reward_service.router.registry import TaskRegistry, build_registry, log_self_check
-from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints
 from reward_service.router.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
 from reward_service.task_api import InvalidReference, Task, TaskInput, cancel_token_set
 
@@ -52,38 +50,6 @@ JOB_SHARE_OF_LIMIT = 0.05
 PRELOAD_MODULES = ("sympy", "reward_service.router.worker_job", "reward_service.verifiers.math",
                    # the instruction-following tasks' language tools (nltk takes seconds to import)
                    "nltk.tokenize.punkt", "nltk.tokenize.destructive", "langdetect.detector_factory")
-
-
-@dataclass(frozen=True)
-class ScorerConfig:
-    """How the engine verifies: worker processes, limits, and the tasks it knows.
-
-    Its fields are flags of ``reward-service serve`` (and ``score``); ``rewards`` comes from the
-    ``--config`` file, ``endpoints`` has flags of its own (``--sandbox-endpoint``, ...).
-    """
-
-    workers: int = field(default=2, metadata={"help": "verification worker processes"})
-    item_timeout_s: float = field(default=5.0, metadata={"help": "default hard time limit per item"})
-    max_queue: int = field(default=100_000, metadata={"help": "pending items before RESOURCE_EXHAUSTED"})
-    max_client_queue: int = field(default=25_000, metadata={
-        "help": "pending items of one client (its reward-client-id metadata) before RESOURCE_EXHAUSTED"})
-    memory_limit_mb: int = field(default=4096, metadata={"help": "address-space limit per worker (0: none)"})
-    job_size: int = field(default=16, metadata={"help": "most unique items of one task per worker job"})
-    io_threads: int = field(default=32, metadata={
-        "help": "threads for tasks that wait on another service (code -> sandbox, rm -> reward model)"})
-    rewards: RewardsConfig = field(default_factory=RewardsConfig)
-    endpoints: TaskEndpoints = nested(TaskEndpoints, help="where tasks that call another service (code, rm, prm) "
-                                                          "find it")
-
-    def __post_init__(self) -> None:
-        if self.workers < 1 or self.job_size < 1 or self.io_threads < 1:
-            raise ValueError(f"workers ({self.workers}), job_size ({self.job_size}) and io_threads "
-                             f"({self.io_threads}) must be >= 1")
-        if self.max_queue < 1 or self.max_client_queue < 1:
-            raise ValueError(f"max_queue ({self.max_queue}) and max_client_queue ({self.max_client_queue}) "
-                             "must be >= 1")
-        if not self.item_timeout_s > 0:
-            raise ValueError(f"item_timeout_s must be > 0 seconds, got {self.item_timeout_s}")
 
 
 class QueueFullError(RuntimeError):

@@ -11,18 +11,17 @@ import logging
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 
 from reward.v1 import reward_pb2, sandbox_pb2
-from reward_core.config_flags import nested
-from reward_core.grpc_common import DEFAULT_MAX_CONNECTION_AGE_S, server_options
-from reward_core.server_security import ServerSecurity, ServerSecurityConfig, prepare
+from reward_core.server_security import ServerSecurity, prepare
 from reward_core.server_shell import AioServerShell
 from reward_core.stop_signals import stop_on_signals, wait_until_set
 from reward_service.router.code_executor import shared_sandbox_servicer
+from reward_service.router.config import ServerConfig
 from reward_service.router.metrics import RewardMetrics
-from reward_service.router.scoring import Scorer, ScorerConfig
-from reward_service.router.servicer import RequestLimits, RewardServicer
+from reward_service.router.scoring import Scorer
+from reward_service.router.servicer import RewardServicer
 from reward_service.tasks.code_task import CodeTask
 from sandbox.servicer import SandboxServicer
 
@@ -35,45 +34,6 @@ SERVICE_NAME = SERVICE.full_name
 #: On shutdown, calls still waiting are handed back (partial results) this long before the
 #: grace period ends, so their answers are written before the server closes.
 HAND_BACK_MARGIN_S = 2.0
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    """Everything ``reward-service serve`` needs; built from CLI flags (see cli.py)."""
-
-    host: str = field(default="127.0.0.1", metadata={
-        "help": "address to bind (0.0.0.0 for all: needs TLS, a token or --insecure)"})
-    port: int = field(default=50051, metadata={"help": "port to bind; 0 picks a free one"})
-    scorer: ScorerConfig = nested(ScorerConfig)      # --workers, --item-timeout-s, ..., --io-threads, endpoints
-    limits: RequestLimits = nested(RequestLimits)    # --max-rollouts-per-request, ..., --max-call-s
-    max_message_mb: int = field(default=64, metadata={"help": "largest request/response message"})
-    grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
-    max_connection_age_s: float = field(default=DEFAULT_MAX_CONNECTION_AGE_S, metadata={
-        "help": "clients reconnect (re-resolving DNS) after this long, so new replicas get traffic (0: never)"})
-    serve_sandbox: bool = field(default=True, metadata={
-        "help": "also serve reward.v1.SandboxService on this port, on the code task's executor"})
-    exit_with_parent: bool = field(default=False, metadata={
-        "help": "drain and exit when the process that started this server dies (an embedded server)"})
-    metrics_port: int = field(default=0, metadata={"help": "Prometheus /metrics port (0: off)"})
-    metrics_host: str = field(default="", metadata={"help": "address /metrics binds (empty: the --host)"})
-    security: ServerSecurityConfig = field(default_factory=ServerSecurityConfig)
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"port must be in 0..65535, got {self.port}")
-        if self.max_message_mb < 1:
-            raise ValueError(f"max_message_mb must be >= 1, got {self.max_message_mb}")
-        if not self.grace_s >= 0:
-            raise ValueError(f"grace_s must be >= 0 seconds, got {self.grace_s}")
-        if not self.scorer.item_timeout_s <= self.limits.max_item_timeout_s:
-            raise ValueError(f"need 0 < item_timeout_s ({self.scorer.item_timeout_s}) <= max_item_timeout_s "
-                             f"({self.limits.max_item_timeout_s})")
-
-    def grpc_options(self) -> list[tuple[str, int]]:
-        return server_options(self.max_message_mb, self.max_connection_age_s) + [
-            ("grpc.keepalive_time_ms", 30_000),
-            ("grpc.keepalive_timeout_ms", 10_000),
-        ]
 
 
 class RewardServer:

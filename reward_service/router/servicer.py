@@ -22,7 +22,6 @@ import asyncio
 import logging
 import math
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import grpc
@@ -32,7 +31,6 @@ from reward.v1 import reward_pb2 as pb
 from reward_core import convert
 from reward_core.contract import Rollout, RolloutStatus
 from reward_core.grpc_common import (
-    DEFAULT_MAX_CALL_S,
     RequestRejected,
     check_ids,
     client_id_of,
@@ -41,6 +39,7 @@ from reward_core.grpc_common import (
     wait_budget,
 )
 from reward_core.log_context import request_context
+from reward_service.router.config import RequestLimits
 from reward_service.router.metrics import RewardMetrics
 from reward_service.router.scoring import PendingBatch, QueueFullError, Scorer
 
@@ -51,30 +50,6 @@ SLOW_ITEM_SHARE = 0.5
 
 #: Why a rollout was not verified when the server handed its call back on shutdown.
 SHUTDOWN_REASON = "not verified: the server is shutting down; send this rollout again (any replica)"
-
-
-@dataclass(frozen=True)
-class RequestLimits:
-    """Limits checked on every request, each a flag of ``reward-service serve`` (named when it refuses)."""
-
-    max_rollouts_per_request: int = field(default=8192, metadata={"help": "larger requests: INVALID_ARGUMENT"})
-    max_item_timeout_s: float = field(default=60.0, metadata={"help": "largest item limit a request may ask"})
-    max_completion_chars: int = field(default=1_000_000, metadata={
-        "help": "longest completion accepted (characters); longer: INVALID_ARGUMENT"})
-    max_streams: int = field(default=1024, metadata={
-        "help": "open ScoreStream calls before RESOURCE_EXHAUSTED (health is always served)"})
-    max_stream_pending: int = field(default=32, metadata={
-        "help": "requests of one stream in progress before the server stops reading it (flow control)"})
-    max_call_s: float = field(default=DEFAULT_MAX_CALL_S, metadata={
-        "help": "longest a call waits for its rollouts, with or without a client deadline; then DEADLINE_EXCEEDED"})
-
-    def __post_init__(self) -> None:
-        small = {name: getattr(self, name) for name in ("max_rollouts_per_request", "max_streams",
-                                                        "max_stream_pending", "max_completion_chars")}
-        if min(small.values()) < 1:
-            raise ValueError(f"each of {small} must be >= 1")
-        if not self.max_call_s > 0:
-            raise ValueError(f"max_call_s must be > 0 seconds, got {self.max_call_s}")
 
 
 def parse_request(request: pb.ScoreRequest, limits: RequestLimits) -> list[Rollout]:

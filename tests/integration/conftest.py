@@ -7,8 +7,9 @@ import pytest
 
 from reward.v1 import reward_pb2_grpc
 from reward_core.config_flags import dataclass_from_values
+from reward_service.router.config import ServerConfig
 from reward_service.router.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
-from reward_service.router.server import RewardServer, ServerConfig, create_server
+from reward_service.router.server import RewardServer, create_server
 from tests.docker_fixtures import docker_executor, docker_runner_image  # noqa: F401  (sandbox docker backend)
 from trainer_client import RewardClient
 

@@ -18,9 +18,10 @@ import pytest
 from reward.v1 import reward_model_pb2 as pb
 from reward.v1 import reward_model_pb2_grpc
 from reward_service.http_door import classify
+from reward_service.rm.config import RewardModelServerConfig
 from reward_service.rm.dynamic_batcher import BatcherConfig
 from reward_service.rm.request_limits import RequestLimits
-from reward_service.rm.rm_server import RewardModelServerConfig, create_rm_server
+from reward_service.rm.rm_server import create_rm_server
 from tests.http_fixtures import serve_app
 from tests.rm_fixtures import make_tiny_checkpoint
 

@@ -19,7 +19,8 @@ from reward.v1 import reward_model_pb2 as pb  # noqa: E402
 from reward.v1 import reward_model_pb2_grpc  # noqa: E402
 from reward_core.contract import RolloutStatus  # noqa: E402
 from reward_core.prm_inputs import load_prm, step_scores  # noqa: E402
-from reward_service.rm.rm_server import RewardModelServerConfig, create_rm_server  # noqa: E402
+from reward_service.rm.config import RewardModelServerConfig  # noqa: E402
+from reward_service.rm.rm_server import create_rm_server  # noqa: E402
 from reward_service.router.rewards_config import RewardsConfig, TaskSpec  # noqa: E402
 from tests.integration.conftest import start_server  # noqa: E402
 from tests.rm_fixtures import make_tiny_prm_checkpoint  # noqa: E402

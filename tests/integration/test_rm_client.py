@@ -19,7 +19,8 @@ from reward_core.clients import AsyncRewardModelClient, RewardModelClient  # noq
 from reward_core.config_flags import dataclass_from_values  # noqa: E402
 from reward_core.prm_inputs import load_prm, step_scores  # noqa: E402
 from reward_core.rm_contract import RewardModelReplyError  # noqa: E402
-from reward_service.rm.rm_server import RewardModelServerConfig, create_rm_server  # noqa: E402
+from reward_service.rm.config import RewardModelServerConfig  # noqa: E402
+from reward_service.rm.rm_server import create_rm_server  # noqa: E402
 from tests.rm_fixtures import make_tiny_checkpoint, make_tiny_prm_checkpoint  # noqa: E402
 
 TOL = 1e-4  # the same pair batched differently differs by float32 rounding only

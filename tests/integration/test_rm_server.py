@@ -18,7 +18,8 @@ from reward.v1 import reward_model_pb2_grpc
 from reward_core.config_flags import dataclass_from_values
 from reward_core.contract import RolloutStatus
 from reward_service.rm.checkpoint import CheckpointError, LoadedRewardModel, load_checkpoint
-from reward_service.rm.rm_server import RewardModelServerConfig, create_rm_server
+from reward_service.rm.config import RewardModelServerConfig
+from reward_service.rm.rm_server import create_rm_server
 from reward_service.router.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
 from tests.integration.conftest import start_server
 from tests.rm_fixtures import make_tiny_checkpoint

@@ -23,9 +23,10 @@ from reward.v1 import reward_model_pb2_grpc, reward_pb2_grpc
 from reward.v1 import reward_pb2 as pb
 from reward_core.channel_security import ClientSecurity
 from reward_core.server_security import ServerSecurityConfig
+from reward_service.router.config import ScorerConfig, ServerConfig
 from reward_service.router.metrics import RewardMetrics
-from reward_service.router.scoring import Scorer, ScorerConfig
-from reward_service.router.server import ServerConfig, create_server
+from reward_service.router.scoring import Scorer
+from reward_service.router.server import create_server
 from sandbox.remote_executor import RemoteExecutor
 from sandbox.server import SandboxServerConfig
 from sandbox.server import create_server as create_sandbox_server
@@ -244,7 +245,8 @@ def test_the_sandbox_service_needs_the_token_and_the_remote_executor_sends_it(to
 
 @pytest.fixture(scope="module")
 def rm_server(tmp_path_factory, token_file):
-    from reward_service.rm.rm_server import RewardModelServerConfig, create_rm_server
+    from reward_service.rm.config import RewardModelServerConfig
+    from reward_service.rm.rm_server import create_rm_server
     from tests.rm_fixtures import make_tiny_checkpoint
 
     root = tmp_path_factory.mktemp("rm-root")

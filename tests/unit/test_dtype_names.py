@@ -29,6 +29,6 @@ def test_configs_store_the_canonical_name():
 
     assert ModelConfig(path="m", dtype="bf16").dtype == "bfloat16"
     assert ModelConfig(path="m").dtype == "float32"
-    from reward_service.rm.rm_server import RewardModelServerConfig
+    from reward_service.rm.config import RewardModelServerConfig
 
     assert RewardModelServerConfig(checkpoint="ckpt", dtype="fp32").dtype == "float32"

@@ -323,9 +323,9 @@ def _known_env() -> dict[str, set[str]]:
     from reward_core.config_flags import env_names
     from reward_core.server_security import ServerSecurityConfig
     from reward_service.http_door.server import HttpServerConfig
-    from reward_service.rm.rm_server import RewardModelServerConfig
+    from reward_service.rm.config import RewardModelServerConfig
+    from reward_service.router.config import ServerConfig
     from reward_service.router.rewards_config import TaskEndpoints
-    from reward_service.router.server import ServerConfig
     from sandbox.server import SandboxServerConfig
 
     def fields(cls, prefix: str) -> set[str]:  # the security settings: flags of their own builder

@@ -130,19 +130,11 @@ RULES = (
     Rule("trainer_client/", CORE, "the client library and trainers need only the core"),
 )
 
-# Imports that other changes of issue 19 are removing right now. While a rule's only breaches are
-# these, it xfails with their reason; empty this as those changes land.
-IN_PROGRESS: tuple[tuple[str, str, str], ...] = ()
-
-# What cli.py may import when it loads: the core, and the modules its commands' flags are built from.
-# The two servers are here only for their config dataclasses (ServerConfig, RewardModelServerConfig);
-# every other program (HTTP door, scoring, the client) is imported inside the command that runs it.
+# What cli.py may import when it loads: the core, and the config modules its commands' flags are built
+# from (plain dataclasses); every program (the servers, the HTTP door, scoring, the client) is imported
+# inside the command that runs it.
 CLI_EAGER = CORE + ("reward_service.jsonl_io", "reward_service.status_cli", "reward_service.router.rewards_config",
-                    "reward_service.router.server", "reward_service.rm.rm_server")
-
-# Import cycles being broken in this change (issue 19): a cycle passes while all its modules lie in one of
-# these sets. Empty it when those changes land.
-KNOWN_CYCLES: tuple[frozenset[str], ...] = ()
+                    "reward_service.router.config", "reward_service.rm.config")
 
 # The client library: what a trainer on a GPU node imports (the package, and the one client per service
 # of reward_core/clients/). It needs only the core: no server package and no torch.
@@ -161,16 +153,10 @@ def test_every_file_of_ours_has_a_layering_rule() -> None:
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.scope)
 def test_a_folder_imports_only_what_its_rule_allows(rule: Rule) -> None:
-    breaches = [imp for imp in IMPORTS if rule_for(imp.path) == rule and not rule.allows(imp.target)]
-    pending = [(imp, why) for imp in breaches for path, prefix, why in IN_PROGRESS
-               if imp.path == path and imp.target.startswith(prefix)]
-    wrong = [imp for imp in breaches if imp not in {p for p, _ in pending}]
+    wrong = [imp for imp in IMPORTS if rule_for(imp.path) == rule and not rule.allows(imp.target)]
     allowed = ", ".join(rule.may_import + tuple(f"{p} (the package only)" for p in rule.public_api)) or "nothing"
     assert not wrong, (f"{rule.scope} may import only itself and {allowed} ({rule.why}):\n"
                        + "\n".join(map(str, wrong)))
-    if pending:
-        pytest.xfail("; ".join(dict.fromkeys(why for _, why in pending)) + ":\n"
-                     + "\n".join(str(imp) for imp, _ in pending))
 
 
 def test_no_package_exports_a_name_that_is_also_its_submodule() -> None:
@@ -282,7 +268,7 @@ def test_no_import_cycles_between_our_modules() -> None:
     graph: dict[str, set[str]] = {m: set() for m in FILES}
     for a, b in edges:
         graph[a].add(b)
-    cycles = [c for c in strongly_connected(graph) if len(c) > 1 and not any(set(c) <= k for k in KNOWN_CYCLES)]
+    cycles = [c for c in strongly_connected(graph) if len(c) > 1]
     report = [f"cycle among {', '.join(c)}:\n  " + "\n  ".join(map(str, one_cycle(c, edges))) for c in cycles]
     assert not cycles, "import cycles between our modules (lazy imports count):\n" + "\n".join(report)
 
