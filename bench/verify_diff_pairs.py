@@ -11,7 +11,8 @@ source starts from were: the responses around them are new):
   those change one number in the sympy text and are kept only where sympy finds the value (for
   antiderivatives: the derivative) different at sample points.
 * every gold of ``data/math_devset.jsonl`` and ``data/math_heldout.jsonl`` but the pathological
-  ones; a full solution (``\\boxed{}``, ``####``) stays the gold, its answer goes in the responses.
+  ones and the ``sentence_golds`` (a sentence is no answer to rewrite); a full solution
+  (``\\boxed{}``, ``####``) stays the gold, its answer goes in the responses.
 
 Each answer goes into responses as it is, through equivalent rewrites and through wrong variants
 (``verify_diff_rewrites.py``), in realistic response styles (``STYLES``). The gold also goes in
@@ -164,12 +165,16 @@ def answer_of(gold: str) -> str:
     return (m.group(1) or m.group(2)).strip() if m else gold.strip()
 
 
+#: Dev-set categories whose golds are not answers to rewrite: huge inputs, and sentences.
+SKIPPED_CATEGORIES = frozenset({"pathological", "sentence_golds"})
+
+
 def dataset_pairs(seed: int) -> Iterator[Pair]:
     for source, path in MATH_SETS.items():
         seen: set[str] = set()
         for line in path.read_text().splitlines():
             case = json.loads(line) if line.strip() else None
-            if case is None or case["category"] == "pathological" or case["gold"] in seen:
+            if case is None or case["category"] in SKIPPED_CATEGORIES or case["gold"] in seen:
                 continue
             seen.add(case["gold"])
             rng = random.Random(f"{seed}:{source}:{case['gold']}")

@@ -6,9 +6,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from reward_core.contract import RolloutStatus
-from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskOutcome
+from reward_service.task_api import Canary, InvalidReference, InvalidTaskOptions, Task, TaskOutcome
 from reward_service.tasks.answer_scores import AnswerScores
-from reward_service.verifiers.math import ExtractionConfig, GradeConfig, MathGrade, grade, normalize_answer
+from reward_service.tasks.math_canaries import math_canaries
+from reward_service.tasks.options import choice_option
+from reward_service.verifiers.math import (
+    EquivalenceConfig,
+    ExtractionConfig,
+    GradeConfig,
+    MathGrade,
+    grade,
+    normalize_answer,
+)
+from reward_service.verifiers.math.numeric import APPROX_SIG_DIGITS
 from reward_service.verifiers.math.self_check import MATH_SELF_CHECK, SelfCheckCase, check_grader
 
 
@@ -46,12 +56,15 @@ def self_check_failures(task: Task, cases: tuple[SelfCheckCase, ...], strict: bo
     return check_grader(verdict, cases, strict)
 
 
-def grade_config(strict: Any, last_number_fallback: Any) -> GradeConfig:
-    """Validated options shared by ``math`` and ``gsm8k``."""
+def grade_config(strict: Any, last_number_fallback: Any, decimal_approximations: Any = "strict") -> GradeConfig:
+    """Validated options shared by ``math`` and ``gsm8k`` (``gsm8k`` compares exactly, whatever
+    ``decimal_approximations`` says)."""
     for key, value in (("strict", strict), ("last_number_fallback", last_number_fallback)):
         if not isinstance(value, bool):
             raise InvalidTaskOptions(f"option {key!r} must be true or false, got {value!r}")
-    return GradeConfig(extraction=ExtractionConfig(strict=strict, last_number_fallback=last_number_fallback))
+    choice_option("math", "decimal_approximations", decimal_approximations, sorted(APPROX_SIG_DIGITS))
+    return GradeConfig(extraction=ExtractionConfig(strict=strict, last_number_fallback=last_number_fallback),
+                       equivalence=EquivalenceConfig(decimal_approximations=decimal_approximations))
 
 
 class MathTask(Task):
@@ -67,9 +80,11 @@ class MathTask(Task):
     required_reference_fields = ("answer",)
 
     def __init__(self, strict: bool = False, last_number_fallback: bool = True, wrong_score: float = 0.0,
-                 no_answer_score: float = 0.0) -> None:
+                 no_answer_score: float = 0.0, decimal_approximations: str = "strict") -> None:
+        """``decimal_approximations``: ``strict`` (a short decimal such as ``0.333`` never stands for
+        ``1/3`` or ``3.142`` for ``\\pi``) or ``allow`` (3 correctly rounded significant digits do)."""
         super().__init__()
-        self._config = grade_config(strict, last_number_fallback)
+        self._config = grade_config(strict, last_number_fallback, decimal_approximations)
         self._scores = AnswerScores.from_options(self.name, wrong_score, no_answer_score)
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
@@ -78,3 +93,6 @@ class MathTask(Task):
 
     def self_check(self) -> list[str]:
         return self_check_failures(self, MATH_SELF_CHECK, self._config.extraction.strict)
+
+    def canaries(self) -> list[Canary]:
+        return math_canaries(self._scores.not_right_max)

@@ -28,21 +28,47 @@ def test_exact_values_compare_exactly(pred: str, gold: str) -> None:
     assert answers_match(pred, gold)
 
 
-@pytest.mark.parametrize(("pred", "gold"), [("0.333", "\\frac{1}{3}"), ("0.667", "2/3"), ("3.14", "\\pi"),
-                                            ("1.41", "\\sqrt{2}"), ("12.57", "4\\pi"), ("\\frac{1}{3}", "0.333")])
-def test_rounded_decimal_with_three_significant_digits_matches(pred: str, gold: str) -> None:
+ALLOW_DECIMALS = EquivalenceConfig(decimal_approximations="allow")
+SHORT_DECIMALS = [("0.333", "\\frac{1}{3}"), ("0.667", "2/3"), ("3.14", "\\pi"), ("3.142", "\\pi"),
+                  ("1.41", "\\sqrt{2}"), ("12.57", "4\\pi"), ("\\frac{1}{3}", "0.333"), ("33.3\\%", "\\frac{1}{3}")]
+
+
+@pytest.mark.parametrize(("pred", "gold"), SHORT_DECIMALS)
+def test_short_decimal_for_a_non_terminating_value_does_not_match_by_default(pred: str, gold: str) -> None:
+    assert not answers_match(pred, gold)
+
+
+@pytest.mark.parametrize(("pred", "gold"), SHORT_DECIMALS)
+def test_short_decimal_with_three_significant_digits_matches_when_allowed(pred: str, gold: str) -> None:
+    assert answers_match(pred, gold, ALLOW_DECIMALS)
+
+
+@pytest.mark.parametrize(("pred", "gold"), [("0.333333", "\\frac{1}{3}"), ("0.0833333333333333", "\\frac{1}{12}"),
+                                            ("3.14159", "\\pi"), ("4.123105625617661", "\\sqrt{17}"),
+                                            ("\\frac{2}{3}", "0.666667"), ("(1, 0.333333)", "(1, \\frac13)")])
+def test_decimal_with_six_significant_digits_matches_by_default(pred: str, gold: str) -> None:
     assert answers_match(pred, gold)
+
+
+@pytest.mark.parametrize(("pred", "gold"), [("0.333334", "\\frac{1}{3}"), ("3.14160", "\\pi"), ("0.666666", "2/3")])
+def test_wrongly_rounded_long_decimal_does_not_match(pred: str, gold: str) -> None:
+    assert not answers_match(pred, gold)
 
 
 @pytest.mark.parametrize(("pred", "gold"), [("0.33", "\\frac{1}{3}"), ("0.666", "2/3"), ("3.1", "\\pi"),
                                             ("0.334", "1/3"), ("12.56", "4\\pi"), ("0.12", "0.125"),
                                             ("0.13", "1/8")])
-def test_truncated_short_or_terminating_decimal_does_not_match(pred: str, gold: str) -> None:
-    assert not answers_match(pred, gold)
+def test_truncated_short_or_terminating_decimal_does_not_match_even_when_allowed(pred: str, gold: str) -> None:
+    assert not answers_match(pred, gold, ALLOW_DECIMALS)
+
+
+def test_decimal_approximations_takes_strict_or_allow() -> None:
+    with pytest.raises(ValueError, match="allow"):
+        EquivalenceConfig(decimal_approximations="loose")
 
 
 @pytest.mark.parametrize(("pred", "gold"), [("25\\%", "25"), ("25\\%", "0.25"), ("0.25", "25\\%"),
-                                            ("25", "25%"), ("33.3\\%", "\\frac{1}{3}")])
+                                            ("25", "25%"), ("33.3333\\%", "\\frac{1}{3}")])
 def test_percent_matches_p_and_p_over_100(pred: str, gold: str) -> None:
     assert answers_match(pred, gold)
 
@@ -235,3 +261,46 @@ def test_hostile_expressions_found_by_fuzzing_are_a_quick_non_match(pred: str, g
     start = time.monotonic()
     assert answers_match(pred, gold) is False
     assert time.monotonic() - start < 2.0
+
+
+# --- issue 21: relations with a negated variable, lists of points, matrix arithmetic ----------
+
+@pytest.mark.parametrize(("pred", "gold", "expected"), [
+    ("-x > -1", "x < 1", True), ("-x \\ge -1", "x \\le 1", True), ("2 < -x", "x < -2", True),
+    ("-x \\ne 2", "x \\ne -2", True), ("-x > -1", "x > 1", False), ("-x < 3", "x < -3", False),
+])
+def test_a_negated_variable_flips_its_inequality(pred: str, gold: str, expected: bool) -> None:
+    assert answers_match(pred, gold) is expected
+
+
+@pytest.mark.parametrize(("pred", "gold", "expected"), [
+    ("(3, 17), (1, 2), (3, 17)", "(1, 2), (3, 17)", True), ("(1, 2), (3, 4)", "(1, 2), (3, 4), (5, 6)", False),
+    ("2, 2, 4", "2, 4", False),  # numbers listed twice are roots with multiplicity
+])
+def test_a_list_of_points_is_a_set_of_solutions(pred: str, gold: str, expected: bool) -> None:
+    assert answers_match(pred, gold) is expected
+
+
+A = "\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix}"
+B = "\\begin{pmatrix}5 & 6 \\\\ 7 & 8\\end{pmatrix}"
+
+
+@pytest.mark.parametrize(("pred", "gold", "expected"), [
+    (f"{A} + {B}", "\\begin{pmatrix}6 & 8 \\\\ 10 & 12\\end{pmatrix}", True),
+    (f"{A} - {B}", "\\begin{pmatrix}-4 & -4 \\\\ -4 & -4\\end{pmatrix}", True),
+    (f"{A} {B}", "\\begin{pmatrix}19 & 22 \\\\ 43 & 50\\end{pmatrix}", True),
+    (f"{A} \\cdot {B}", "\\begin{pmatrix}19 & 22 \\\\ 43 & 50\\end{pmatrix}", True),
+    (f"{A} {B}", "\\begin{pmatrix}6 & 8 \\\\ 10 & 12\\end{pmatrix}", False),
+    (f"{A} + {B}", A, False), (f"{A} + x", A, False),
+])
+def test_arithmetic_on_literal_matrices_is_the_matrix_it_makes(pred: str, gold: str, expected: bool) -> None:
+    assert answers_match(pred, gold) is expected
+
+
+def test_logical_or_lists_candidates() -> None:
+    assert not answers_match("x = 1 \\vee x = 2", "2")
+    assert answers_match("x = 1 \\lor x = 2", "1, 2")
+
+
+def test_braced_comma_with_spaces_is_a_thousands_separator() -> None:
+    assert answers_match("14 {, }916", "14916")

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from reward_service.verifiers.math.text_answers import number_word_value, option_letter, prose_key
+from reward_service.verifiers.math.text_answers import (
+    is_text_command,
+    is_words,
+    number_word_value,
+    option_letter,
+    prose_key,
+)
 
 
 @pytest.mark.parametrize("text,letter", [
@@ -34,3 +40,19 @@ def test_other_words_are_not_numbers(text: str) -> None:
 
 def test_prose_ignores_case_punctuation_and_spacing() -> None:
     assert prose_key("No  solution.") == prose_key("no solution")
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("\\text{NO}", True), ("\\textbf{Yes}", True), (" \\mbox{even} ", True), ("\\mathrm{e}", False),
+    ("\\text{a} + 1", False), ("No", False),
+])
+def test_a_text_command_answer_is_recognised(raw: str, expected: bool) -> None:
+    assert is_text_command(raw) is expected
+
+
+@pytest.mark.parametrize(("answer", "text_command", "expected"), [
+    ("No", False, True), ("Yes", False, True), ("no solution", False, True), ("NO", True, True),
+    ("ab", False, False), ("ab", True, True), ("x", True, False), ("x^2", True, False), ("12", True, False),
+])
+def test_words_whose_case_does_not_matter(answer: str, text_command: bool, expected: bool) -> None:
+    assert is_words(answer, text_command) is expected

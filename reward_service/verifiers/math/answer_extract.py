@@ -9,20 +9,30 @@ something wins):
    such as ``5 1/2``; normalization deals with those).
 2. ``boxed`` -- the *last* ``\\boxed{...}`` / ``\\fbox{...}`` whose braces are
    balanced (nested braces allowed; unbalanced ones are skipped, an empty
-   last box means no boxed answer); also the brace-less ``\\boxed 5``.
-   :attr:`Extraction.boxes` keeps every box, in order, for golds with
-   several parts (the grader joins them then).
+   last box means no boxed answer); also the brace-less ``\\boxed 5``; with
+   the boxes *listed* right before it (:mod:`.boxes`: "$\\boxed{2}$ or
+   $\\boxed{3}$" is the two candidates ``2, 3``).  :attr:`Extraction.boxes`
+   keeps every box, in order, for golds with several parts (the grader
+   joins them then).  Minerva's closing sentence ("Final Answer: The final
+   answer is $X$. I hope it is correct.") *after* the last box wins over
+   the boxes (method ``answer_is``): by the prompt's format, it is the answer.
 3. ``answer_is`` -- the last "the answer is ...", "answer: ...",
    "final answer: ...", "answers are ...", "the correct choice/option is ..."
    (case-insensitive), up to the end of the line or sentence; every ``$``,
    ``\\(...\\)`` and ``**`` on that span is removed (so "$2$ or $3$" stays
    two candidates), a trailing remark ("15 (check: ...)", "12, since ...")
    and a rejected alternative ("8, not 9") are dropped, and a sentence
-   ("The smallest $k$ is 21") is cut after its last "is"/"are"/"equals".
+   ("The smallest $k$ is 21") is cut after its last "is"/"are"/"equals"; a
+   prose answer with one number and no math or qualifier ("Jane started 3
+   hours ago", not "at least 3") gives that number (:func:`sole_number`).
 4. ``bare`` -- the whole completion, when it is one short math expression
-   with no prose and no line break (``\\frac{10}{9}``, ``4 + 4/9``, ``(7, 1)``).
-5. ``delimited`` / ``last_number`` -- whichever of these two ends later in the
-   text: the last math span (``$…$``, ``$$…$$``, ``\\(…\\)``, ``\\[…\\]``,
+   with no prose and no line break (``\\frac{10}{9}``, ``4 + 4/9``, ``(7, 1)``),
+   or one word (``yes``, ``**No**``, ``\\text{Evelyn}``; a phrase such as
+   "no number" is no answer).
+5. ``delimited`` / ``bold`` / ``last_number`` -- whichever of these ends
+   latest in the text: the last markdown-bold span holding a math answer
+   (``**42**``, ``**x = 3**``; never a heading ``**Step 2:**`` or a word), the
+   last math span (``$…$``, ``$$…$$``, ``\\(…\\)``, ``\\[…\\]``,
    see :mod:`.math_spans`, together with the spans listed right before it:
    "$x = 1$ and $x = -2$" is two answers), or the last number *outside* math spans (integers, decimals,
    thousands separators, mixed numbers ``2 1/2``, simple fractions ``a/b``;
@@ -54,12 +64,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .boxes import CandidateTooLong, find_boxes, listed_run
 from .math_spans import mask_spans, math_spans
 from .special_tokens import DEFAULT_SPECIAL_TOKENS, strip_special_tokens
 
-__all__ = ["Extraction", "ExtractionConfig", "extract_answer", "EXTRACTION_METHODS"]
+__all__ = ["Extraction", "ExtractionConfig", "extract_answer", "sole_number", "EXTRACTION_METHODS"]
 
-EXTRACTION_METHODS = ("gsm8k", "boxed", "answer_is", "bare", "delimited", "last_number")
+EXTRACTION_METHODS = ("gsm8k", "boxed", "answer_is", "bare", "delimited", "bold", "last_number")
 
 _ANSWER_IS_RE = re.compile(
     r"(?:answers?|choice|option)(?:\s*\*\*)?\s*(?:is\s*:?|are\s*:?|:|=)(?:\s*\*\*)?",
@@ -84,8 +95,6 @@ _HEDGE_RE = re.compile(
 _COPULA_RE = re.compile(
     r"^(?:the|a|an|our|its|this|that|it|so|thus|hence|therefore)\b.*\s(?:is|are|equals|was|be)\s+(?=\S)",
     re.IGNORECASE)
-_MAX_BOXED_TRIES = 64
-_BRACE_RE = re.compile(r"\\.|[{}]", re.DOTALL)
 #: Characters that glue a number into a larger expression when they touch it.
 _GLUE_BEFORE = frozenset("^_{/*\\")
 _GLUE_AFTER = frozenset("^_/*(\\{")
@@ -102,10 +111,21 @@ _BARE_MAX_CHARS = 200
 #: What may stand between math spans that list answers: ", ", " and ", ", or ".
 _CONNECTOR_RE = re.compile(r"\s*(?:,|;|,?\s*and|,?\s*or)\s*")
 _BARE_MATH_WORDS = frozenset({"sin", "cos", "tan", "log", "exp", "sqrt", "frac", "pi", "infty", "and"})
-
-
-class _TooLong(Exception):
-    """Internal signal: the candidate answer exceeds ``max_answer_chars``."""
+_QUOTES = frozenset("\"'“”‘’")
+#: Math in a sentence: then its number is no sole answer.
+_MATH_MARKS_RE = re.compile(r"[$\\=^_{}<>]")
+#: Words that make a sentence's number a bound, a count of something else or a rejection.
+_QUALIFIER_RE = re.compile(
+    r"\b(?:least|most|more|less|fewer|greater|smaller|larger|over|under|up to|not|no|never|except|between|than"
+    r"|per|each|every|times|or|and|plus|minus|if|unless|without)\b", re.IGNORECASE)
+#: A bare one-word answer ("yes", "Evelyn"), in a text command or not.
+_BARE_WORD_MAX_CHARS = 40
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'\-]*|\(?[A-Za-z]\)")
+_TEXT_WRAPPER_RE = re.compile(r"\\(?:text|textbf|textrm|textit|mathrm|mathbf)\s*\{\s*([^{}]*?)\s*\}")
+#: Markdown bold on one line: ``**42**``, ``**x = 3**``.
+_BOLD_RE = re.compile(r"\*\*(?=[^*\s])([^*\n]{1,200}?)\*\*")
+#: Minerva's closing sentence: the final answer by the prompt's own format, after any box.
+_MINERVA_CLOSING_RE = re.compile(r"final answer is\b[^\n]{0,400}?I hope it is correct", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -146,62 +166,8 @@ def _extract_gsm8k(text: str, limit: int) -> str | None:
     line = text[idx + 4: idx + 4 + limit + 1].split("\n", 1)[0]
     answer = _clean_answer_span(line)
     if len(answer) > limit:
-        raise _TooLong
+        raise CandidateTooLong
     return answer or None
-
-
-def _boxed_group(text: str, start: int, limit: int) -> str | None:
-    """Content of the balanced ``{...}`` opening at ``start`` (``None`` if unbalanced)."""
-    depth = 0
-    end = min(len(text), start + limit + 2)
-    for m in _BRACE_RE.finditer(text, start, end):
-        tok = m.group()
-        if tok == "{":
-            depth += 1
-        elif tok == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start + 1: m.start()]
-    if end < len(text):
-        raise _TooLong
-    return None
-
-
-def _boxed_at(text: str, idx: int, cmd: str, limit: int) -> str | None:
-    pos = idx + len(cmd)
-    if pos < len(text) and text[pos].isalpha():
-        return None  # e.g. \boxedx is another command
-    while pos < len(text) and text[pos] in " \t":
-        pos += 1
-    if pos < len(text) and text[pos] == "{":
-        return _boxed_group(text, pos, limit)
-    if pos > idx + len(cmd):  # "\boxed 5": one token up to whitespace or "$"
-        m = re.match(r"[^\s$]+", text[pos: pos + limit + 1])
-        if m is None:
-            return None
-        if len(m.group(0)) > limit:
-            raise _TooLong
-        return m.group(0).rstrip(".,;")
-    return None
-
-
-def _all_boxed(text: str, limit: int) -> list[str]:
-    """Balanced ``\\boxed``/``\\fbox`` contents, last first (at most 64 tried, from the end)."""
-    ends = {"\\boxed": len(text), "\\fbox": len(text)}
-    found_boxes: list[str] = []
-    for _ in range(_MAX_BOXED_TRIES):
-        found = {cmd: text.rfind(cmd, 0, ends[cmd]) for cmd in ends}
-        cmd = max(found, key=lambda c: found[c])
-        idx = found[cmd]
-        if idx < 0:
-            break
-        content = _boxed_at(text, idx, cmd, limit)
-        if content is not None:
-            if not found_boxes and not content.strip():
-                return []  # an empty last box is no boxed answer
-            found_boxes.append(content.strip())
-        ends[cmd] = idx
-    return [b for b in found_boxes if b]
 
 
 def _clean_answer_span(span: str) -> str:
@@ -216,7 +182,11 @@ def _clean_answer_span(span: str) -> str:
     for delim in ("\\(", "\\)", "\\[", "\\]", "$", "**"):
         span = span.replace(delim, " ")
     span = " ".join(span.split())
-    return span if span.endswith(("...", "…")) else span.rstrip(".:").strip()
+    span = span if span.endswith(("...", "…")) else span.rstrip(".:").strip()
+    unescaped = span.replace('\\"', '"')  # a quoted answer: "12 and 13", also escaped: \"12 and 13\"
+    if len(unescaped) > 1 and unescaped[0] in _QUOTES and unescaped[-1] in _QUOTES:
+        span = unescaped[1:-1].strip()
+    return span
 
 
 def _extract_answer_is(text: str, limit: int) -> str | None:
@@ -239,9 +209,30 @@ def _extract_answer_is(text: str, limit: int) -> str | None:
     copula = _COPULA_RE.match(answer)
     if copula is not None:
         answer = answer[copula.end():]
+    elif not _MATH_MARKS_RE.search(line):
+        answer = sole_number(answer) or answer  # "Final Answer: Jane started growing Sphere 3 hours ago."
     if len(answer) > limit:
-        raise _TooLong
+        raise CandidateTooLong
     return answer or None
+
+
+def _number_text(number: str) -> str:
+    """A matched number as an answer: ``1 000`` is 1000, the mixed number ``2 1/2`` keeps its space."""
+    return " ".join(number.split()) if "/" in number else number.replace(" ", "")
+
+
+def sole_number(text: str) -> str | None:
+    """The one number of a plain-prose sentence ("There are 4 ways.", "Sphere started 3 hours ago");
+    ``None`` for math, several numbers, a number inside an expression, or a qualifier ("at least 3",
+    "more than 5", "not 4") that makes the sentence say something else than the number."""
+    if len(text) > _BARE_MAX_CHARS or not _PROSE_WORD_RE.search(text) or _MATH_MARKS_RE.search(text):
+        return None
+    if _QUALIFIER_RE.search(text):
+        return None
+    numbers = list(_NUMBER_RE.finditer(text))
+    if len(numbers) != 1 or _glued(text, numbers[0].start(), numbers[0].end()):
+        return None
+    return _number_text(numbers[0].group())
 
 
 def _glued(text: str, start: int, end: int) -> bool:
@@ -281,7 +272,7 @@ def _last_plain_number(masked: str) -> tuple[int, str | None]:
         if last is not None and (start == 0 or last.start() > start):
             if _glued(masked, last.start(), last.end()):
                 return last.end(), None
-            return last.end(), last.group().replace(" ", "")
+            return last.end(), _number_text(last.group())
         if start == 0:
             return -1, None
         window *= 4
@@ -295,8 +286,8 @@ def _span_answer(content: str) -> str:
     return content.rstrip(".,;:").strip()
 
 
-def _extract_bare(text: str) -> str | None:
-    """The whole completion when it is a single short math expression (``\\frac{10}{9}``, ``4 + 4/9``)."""
+def _bare_expression(text: str) -> str | None:
+    """``text`` when it is one short math expression with no prose (``\\frac{10}{9}``, ``4 + 4/9``)."""
     stripped = text.strip()
     if not stripped or len(stripped) > _BARE_MAX_CHARS or "\n" in stripped or "$" in stripped:
         return None
@@ -306,6 +297,38 @@ def _extract_bare(text: str) -> str | None:
         return None
     words = [w for w in _PROSE_WORD_RE.findall(stripped) if w.lower() not in _BARE_MATH_WORDS]
     return None if words else stripped.rstrip(".").strip() or None
+
+
+def _bare_word(text: str) -> str | None:
+    """``text`` when it is one word, maybe in ``**…**``, ``$…$`` or ``\\text{…}``: "yes", "**No**"."""
+    core = text.strip().rstrip(".").strip()
+    if len(core) > _BARE_WORD_MAX_CHARS:
+        return None
+    for left, right in (("**", "**"), ("$", "$")):
+        if len(core) > len(left) + len(right) and core.startswith(left) and core.endswith(right):
+            core = core[len(left):-len(right)].strip()
+    m = _TEXT_WRAPPER_RE.fullmatch(core)
+    word = m.group(1) if m else core
+    return text.strip().rstrip(".").strip() if _WORD_RE.fullmatch(word) else None
+
+
+def _extract_bare(text: str) -> str | None:
+    """The whole completion when it is one short expression or one word (see :func:`_bare_word`)."""
+    return _bare_expression(text) or _bare_word(text)
+
+
+def _last_bold(plain: str) -> tuple[int, str | None]:
+    """End and content of the last markdown-bold span ``**…**`` that holds a math answer (``**42**``,
+    ``**x = 3**``); a bold heading or prose (``**Step 2:**``, ``**Check**``) is never one."""
+    last = None
+    for m in _BOLD_RE.finditer(plain):
+        last = m
+    if last is None:
+        return -1, None
+    content = last.group(1).strip().rstrip(".,;").strip()
+    if content.endswith(":") or _bare_expression(content) is None:
+        return -1, None
+    return last.end(), content
 
 
 def _listed_spans(text: str, spans: list) -> list:
@@ -319,15 +342,21 @@ def _listed_spans(text: str, spans: list) -> list:
 
 
 def _extract_fallback(text: str, limit: int, last_number: bool) -> Extraction | None:
-    """The later of the last math span and the last plain-text number."""
+    """The latest of the last math span, the last bold math answer and the last plain-text number."""
     spans = math_spans(text)
     span = spans[-1] if spans else None
-    plain = mask_spans(text, spans).replace("**", "  ")  # markdown bold is not an operator
+    masked = mask_spans(text, spans)
+    bold_end, bold = _last_bold(masked)
+    plain = masked.replace("**", "  ")  # markdown bold is not an operator
     number_end, number = _last_plain_number(plain) if last_number else (-1, None)
+    if bold is not None and bold_end > number_end and (span is None or bold_end > span.end):
+        if len(bold) > limit:
+            raise CandidateTooLong
+        return Extraction(answer=bold, method="bold")
     if span is not None and span.end > number_end:
         answer = ", ".join(_span_answer(s.content) for s in _listed_spans(text, spans))
         if len(answer) > limit:
-            raise _TooLong
+            raise CandidateTooLong
         return Extraction(answer=answer, method="delimited") if answer else None
     if number is None or len(number) > limit:
         return None
@@ -347,9 +376,16 @@ def extract_answer(text: str, config: ExtractionConfig = ExtractionConfig()) -> 
         answer = _extract_gsm8k(text, limit)
         if answer:
             return Extraction(answer=answer, method="gsm8k")
-        boxes = _all_boxed(text, limit)
-        if boxes:
-            return Extraction(answer=boxes[0], method="boxed", boxes=tuple(reversed(boxes)))
+        boxes = find_boxes(text, limit)
+        if boxes and not config.strict:
+            closing = _MINERVA_CLOSING_RE.search(text, boxes[0].end)
+            answer = _extract_answer_is(closing.group(), limit) if closing else None
+            if answer:  # "Final Answer: The final answer is $X$. I hope it is correct." after the boxes
+                return Extraction(answer=answer, method="answer_is")
+        if boxes:  # the last box, with the boxes listed right before it: "$\\boxed{2}$ or $\\boxed{3}$"
+            listed = dict.fromkeys(b.content for b in listed_run(text, boxes))
+            return Extraction(answer=", ".join(listed), method="boxed",
+                              boxes=tuple(b.content for b in reversed(boxes)))
         if config.strict:
             return None
         answer = _extract_answer_is(text, limit)
@@ -359,5 +395,5 @@ def extract_answer(text: str, config: ExtractionConfig = ExtractionConfig()) -> 
         if answer:
             return Extraction(answer=answer, method="bare")
         return _extract_fallback(text, limit, config.last_number_fallback)
-    except _TooLong:
+    except CandidateTooLong:
         return None

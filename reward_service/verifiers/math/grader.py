@@ -7,9 +7,11 @@ and never raise on model output.
 
 The gold goes through the same preparation as the completion: special
 tokens are removed; a gold holding ``\\boxed{}`` or ``####`` (a full
-solution) gives its extracted answer, all its boxes together when it has
-several; a gold that is a sentence with math in it ("The answer is $5$.")
-gives the answer a completion would give; a gold in delimiters
+solution) gives its extracted answer, its last box together with the boxes
+listed with it ("$\\boxed{2}$ and $\\boxed{3}$"; :mod:`.boxes`); a gold that is a
+sentence ("The answer is $5$.", "The final answer is **2**.") gives the
+answer a completion would give, and one without math or answer phrase its
+only number ("There are 4 ways."); a gold in delimiters
 (``$\\frac{7}{3}$``) is normalized like any answer.
 
 Several boxes in a completion: the last box is the answer, except that
@@ -28,9 +30,11 @@ report them unscored (``INVALID_REFERENCE``, ``ERROR``), never as 0.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-from .answer_extract import Extraction, ExtractionConfig, extract_answer
+from .answer_extract import Extraction, ExtractionConfig, extract_answer, sole_number
+from .boxes import CandidateTooLong, find_boxes, listed_run
 from .errors import ExpressionTooLarge
 from .math_equal import EquivalenceConfig, answer_part_count, compare_answers
 from .math_spans import math_spans
@@ -39,6 +43,9 @@ from .numeric import numbers_match, parse_number
 from .special_tokens import strip_special_tokens
 
 __all__ = ["GradeConfig", "MathGrade", "grade", "grade_numeric", "gold_answer", "UNSCORED_REASONS"]
+
+#: A word of a sentence (not a LaTeX command's name).
+_PROSE_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 
 #: Reasons that are failures to grade, not verdicts on the completion.
 UNSCORED_REASONS = frozenset({"no_gold", "bad_gold", "error"})
@@ -71,18 +78,33 @@ def gold_answer(gold: str) -> str:
     """The gold's answer (see the module doc): extracted from a solution or a sentence, else as given."""
     gold = strip_special_tokens(gold).strip()
     limit = max(len(gold), 1)
-    if "\\boxed" in gold or "\\fbox" in gold or "####" in gold:
+    if "####" in gold:
         found = extract_answer(gold, ExtractionConfig(strict=True, max_answer_chars=limit))
-        if found is not None:
-            return ", ".join(_distinct(found.boxes)) if len(found.boxes) > 1 else found.answer
+        if found is not None and found.method == "gsm8k":
+            return found.answer
+    if "\\boxed" in gold or "\\fbox" in gold:
+        try:
+            boxes = find_boxes(gold, limit)
+        except CandidateTooLong:
+            boxes = []
+        if boxes:  # the last box and the boxes listed with it: "$\\boxed{2}$ and $\\boxed{3}$"
+            return ", ".join(_distinct(tuple(b.content for b in listed_run(gold, boxes))))
+    if len(gold) > 4000:
+        return gold
     spans = math_spans(gold)
-    if spans and (spans[0].start > 0 or spans[-1].end < len(gold)) and len(gold) <= 4000:
+    if spans and (spans[0].start > 0 or spans[-1].end < len(gold)):
         # A sentence with math in it: "The answer is $5$." -- but "$5$ apples" is just 5.
         found = extract_answer(gold, ExtractionConfig(last_number_fallback=False, max_answer_chars=limit))
         if found is not None and found.method == "answer_is":
             return found.answer
         if len(spans) == 1 and _is_sentence(gold[:spans[0].start]):
             return spans[0].content
+    elif not spans and _is_prose(gold):
+        # A sentence without math: "The final answer is **2**.", "There are 4 ways."
+        found = extract_answer(gold, ExtractionConfig(last_number_fallback=False, max_answer_chars=limit))
+        if found is not None and found.method in ("answer_is", "bold"):
+            return found.answer
+        return sole_number(gold) or gold
     return gold
 
 
@@ -90,6 +112,13 @@ def _is_sentence(prefix: str) -> bool:
     """Whether the text before a gold's math span is prose ("The area is"), not part of the answer."""
     words = prefix.split()
     return len(words) >= 2 and all(w.isalpha() for w in words)
+
+
+def _is_prose(gold: str) -> bool:
+    """A gold sentence with a number in it ("So the total is 12."), not a LaTeX answer or a text answer."""
+    if "\\" in gold or not any(ch.isdigit() for ch in gold):
+        return False
+    return len([w for w in _PROSE_WORD_RE.findall(gold) if w.lower() not in ("and", "or")]) >= 3
 
 
 def _distinct(boxes: tuple[str, ...]) -> list[str]:
@@ -130,8 +159,9 @@ def grade(completion: str, gold: str, config: GradeConfig = GradeConfig()) -> Ma
 
 
 def _value_side(answer: str) -> str:
-    """``x = 5`` and ``48 / 2 = 24`` state the number on the right of their last ``=``."""
-    if "=" not in answer:
+    """``x = 5`` and ``48 / 2 = 24`` state the number on the right of their last ``=``; a list of
+    answers (``x = 70, x = 72``) states none."""
+    if "=" not in answer or answer_part_count(answer) > 1:
         return answer
     return normalize_answer(answer.rsplit("=", 1)[1])
 
@@ -154,5 +184,5 @@ def grade_numeric(completion: str, gold: str, config: GradeConfig = GradeConfig(
         return MathGrade(False, extraction.answer, extraction.method, "bad_gold")
     if pred_num is None:
         return MathGrade(False, extraction.answer, extraction.method, "not_numeric")
-    ok = numbers_match(pred_num, gold_num, rounding=False)
+    ok = numbers_match(pred_num, gold_num, min_sig_digits=None)
     return MathGrade(ok, extraction.answer, extraction.method, "match" if ok else "mismatch")

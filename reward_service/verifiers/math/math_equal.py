@@ -21,9 +21,11 @@ Tolerance policy (exactly this one):
   ``2\\frac{1}{2} = 5/2 = 2.5``.
 * A decimal literal against a value that is *not* a terminating decimal
   (``1/3``, ``\\pi``, ``\\sqrt{2}``) matches only when it equals that value
-  rounded to the literal's number of decimal places AND the literal has at
-  least 3 significant digits (``0.333`` matches ``1/3``, ``0.33`` does not;
-  ``3.14`` matches ``\\pi``, ``3.1`` does not).  Applies in both directions.
+  rounded to the literal's number of decimal places AND the literal has
+  enough significant digits: 6 by default (``decimal_approximations="strict"``:
+  ``0.333333`` and a printed float match ``1/3``, ``0.333`` and ``3.142`` do
+  not), 3 with ``decimal_approximations="allow"`` (``0.333`` matches ``1/3``,
+  ``0.33`` does not; ``3.14`` matches ``\\pi``).  Applies in both directions.
   A decimal against a terminating value compares exactly (``0.13`` is not
   ``0.125``).
 * A percent ``p\\%`` matches both ``p`` and ``p/100``.
@@ -46,13 +48,21 @@ import sympy
 
 from .errors import ExpressionTooLarge, MathParseError
 from .latex_parser import parse_latex
-from .normalize import normalize_answer
-from .numeric import NumericValue, numbers_match, parse_number
+from .normalize import normalize_answer, strip_outer_wrappers
+from .numeric import APPROX_SIG_DIGITS, NumericValue, numbers_match, parse_number
 from .relations import canonical_relations, relation_as_interval
 from .structures import Choices, Equation, SetAnswer, parse_structure, structures_match
 from .symbolic import decimal_matches_expression, equations_equal, expressions_equal
 from .sympy_build import add, div, neg, number_digits
-from .text_answers import number_word_value, option_letter, prose_key, time_of_day, times_match
+from .text_answers import (
+    is_text_command,
+    is_words,
+    number_word_value,
+    option_letter,
+    prose_key,
+    time_of_day,
+    times_match,
+)
 
 __all__ = ["EquivalenceConfig", "MatchResult", "answers_match", "compare_answers", "answer_part_count"]
 
@@ -74,11 +84,26 @@ class EquivalenceConfig:
             literally identical; otherwise they are rejected as ``too_large``.
         symbolic: allow the sympy step (``False``: string/numeric/structure only).
         eval_points: points used for expressions with free symbols.
+        decimal_approximations: ``"strict"`` (default): a decimal stands for a value
+            that is not a terminating decimal (``1/3``, ``\\pi``) only with 6 or more
+            significant digits, correctly rounded; ``"allow"``: 3 are enough
+            (``0.333`` for ``1/3``, ``3.14`` for ``\\pi``).
     """
 
     max_answer_chars: int = 1000
     symbolic: bool = True
     eval_points: int = 3
+    decimal_approximations: str = "strict"
+
+    def __post_init__(self) -> None:
+        if self.decimal_approximations not in APPROX_SIG_DIGITS:
+            raise ValueError(f"decimal_approximations must be one of {sorted(APPROX_SIG_DIGITS)}, got "
+                             f"{self.decimal_approximations!r}: 'allow' accepts 0.333 for 1/3, 'strict' does not")
+
+    @property
+    def approx_sig_digits(self) -> int:
+        """Significant digits a decimal needs to stand for a non-terminating value."""
+        return APPROX_SIG_DIGITS[self.decimal_approximations]
 
 
 @dataclass(frozen=True)
@@ -179,7 +204,8 @@ def _symbolic_scalar_equal(a: str, b: str, num_a: NumericValue | None,
             if expressions_equal(ea, eb, config.eval_points):
                 return True
             for literal, expr in ((num_a, eb), (num_b, ea)):
-                if literal is not None and not literal.percent and decimal_matches_expression(literal, expr):
+                if (literal is not None and not literal.percent
+                        and decimal_matches_expression(literal, expr, config.approx_sig_digits)):
                     return True
     return False
 
@@ -209,7 +235,7 @@ def _scalar_equal(a: str, b: str, config: EquivalenceConfig) -> bool:
         return times_match(time_a, time_b)
     num_a, num_b = _safe_number(a), _safe_number(b)
     if num_a is not None and num_b is not None:
-        return numbers_match(num_a, num_b)
+        return numbers_match(num_a, num_b, config.approx_sig_digits)
     if _is_text(a) or _is_text(b):
         word_a, word_b = number_word_value(a), number_word_value(b)
         if word_a is not None or word_b is not None:
@@ -241,6 +267,15 @@ def _equation_equal(a: Equation, b: Equation, config: EquivalenceConfig) -> bool
     return equations_equal(diff_a, diff_b, config.eval_points + 1)
 
 
+def _same_words(pred: str, gold: str, norm_pred: str, norm_gold: str) -> bool:
+    """Text answers equal but for case: ``\\text{NO}`` and ``No``, ``\\text{Yes}`` and ``yes``
+    (never ``x`` and ``X``: see :func:`.text_answers.is_words`)."""
+    if prose_key(norm_pred) != prose_key(norm_gold):
+        return False
+    text_command = is_text_command(strip_outer_wrappers(pred)) or is_text_command(strip_outer_wrappers(gold))
+    return is_words(norm_pred, text_command) and is_words(norm_gold, text_command)
+
+
 def compare_answers(pred: str, gold: str, config: EquivalenceConfig = EquivalenceConfig()) -> MatchResult:
     """Compare two answers; never raises on odd input (failures are a mismatch)."""
     if not isinstance(pred, str) or not isinstance(gold, str):
@@ -252,7 +287,7 @@ def compare_answers(pred: str, gold: str, config: EquivalenceConfig = Equivalenc
     norm_pred, norm_gold = normalize_answer(pred), normalize_answer(gold)
     if not norm_pred or not norm_gold:
         return MatchResult(False, "mismatch")
-    if norm_pred == norm_gold:
+    if norm_pred == norm_gold or _same_words(pred, gold, norm_pred, norm_gold):
         return MatchResult(True, "match")
     gold_letter = option_letter(norm_gold)
     if gold_letter is not None:
@@ -264,7 +299,7 @@ def compare_answers(pred: str, gold: str, config: EquivalenceConfig = Equivalenc
     try:
         num_p, num_g = _safe_number(norm_pred), _safe_number(norm_gold)
         if num_p is not None and num_g is not None:
-            ok = numbers_match(num_p, num_g)
+            ok = numbers_match(num_p, num_g, config.approx_sig_digits)
             return MatchResult(ok, "match" if ok else "mismatch")
         ok = structures_match(
             parse_structure(norm_pred), parse_structure(norm_gold),
@@ -282,7 +317,7 @@ def answer_part_count(answer: str) -> int:
     """How many answers ``answer`` lists (``2, 3`` and ``\\{1, 2\\}`` are 2; ``(1, 2)`` is 1)."""
     try:
         tree = parse_structure(normalize_answer(answer))
-    except (ValueError, ExpressionTooLarge):
+    except (ValueError, ExpressionTooLarge, RecursionError):
         return 1
     if isinstance(tree, (Choices, SetAnswer)):
         return len(tree.items)

@@ -53,8 +53,8 @@ _LAYOUT_RE = re.compile(
 )
 #: ``\\frac`` written with a doubled backslash (a raw string escaped twice): ``\\\\frac``.
 _DOUBLED_BACKSLASH_RE = re.compile(r"\\\\(?=[A-Za-z])")
-#: ``{,}``, ``{, }``, ``\\{,\\}`` and the thousands idiom ``,\\!`` are a plain comma.
-_BRACED_COMMA_RE = re.compile(r"\\?\{\s*,\s*\\?\}|(?<=\d),\\!\s*(?=\d{3})")
+#: ``{,}``, ``{, }``, ``\\{,\\}`` and the thousands idiom ``,\\!`` are a plain comma (``14 {, }916`` is ``14,916``).
+_BRACED_COMMA_RE = re.compile(r"(?<=\d)\s*\\?\{\s*,\s*\\?\}\s*(?=\d{3})|\\?\{\s*,\s*\\?\}|(?<=\d),\\!\s*(?=\d{3})")
 #: ``1 000 000``: groups of three digits separated by spaces, as a whole answer.
 _SPACE_THOUSANDS_RE = re.compile(r"[-+]?[1-9]\d{0,2}(?: \d{3})+(?:\.\d+)?")
 #: ``11_{10}``: a base-ten subscript on a whole answer says nothing.

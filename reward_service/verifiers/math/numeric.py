@@ -20,14 +20,17 @@ from fractions import Fraction
 
 from .errors import ExpressionTooLarge
 
-__all__ = ["NumericValue", "parse_number", "numbers_match", "decimal_matches", "is_terminating"]
+__all__ = ["NumericValue", "parse_number", "numbers_match", "decimal_matches", "is_terminating",
+           "APPROX_SIG_DIGITS"]
 
 #: Longest digit string accepted (Python refuses int() of > 4300 digits anyway).
 MAX_NUMBER_CHARS = 400
 #: Largest power-of-ten exponent accepted in scientific notation.
 MAX_SCI_EXPONENT = 1000
-#: A decimal literal needs this many significant digits to match a rounded value.
-MIN_SIG_DIGITS = 3
+#: Significant digits a decimal literal needs to stand for a value that is not a terminating
+#: decimal (``1/3``, ``\pi``), by ``EquivalenceConfig.decimal_approximations``: ``strict`` (the
+#: default) wants a float-like value (``0.333333``, ``3.14159``), ``allow`` a short one (``0.333``).
+APPROX_SIG_DIGITS = {"strict": 6, "allow": 3}
 
 _UNSIGNED = r"(?:\d+\.\d*|\.\d+|\d+)"
 _DECIMAL_RE = re.compile(r"(\d*)\.(\d+)|(\d+)\.?")
@@ -167,26 +170,28 @@ def is_terminating(value: Fraction) -> bool:
     return den == 1
 
 
-def decimal_matches(literal: NumericValue, rounded_int: int) -> bool:
-    """Whether ``literal`` equals a value whose ``value * 10**places`` rounds to ``rounded_int``."""
-    if literal.decimal_places is None or literal.sig_digits < MIN_SIG_DIGITS:
+def decimal_matches(literal: NumericValue, rounded_int: int, min_sig_digits: int) -> bool:
+    """Whether ``literal`` (with ``min_sig_digits`` or more) equals a value whose ``value * 10**places``
+    rounds to ``rounded_int``."""
+    if literal.decimal_places is None or literal.sig_digits < min_sig_digits:
         return False
     return literal.value * 10 ** literal.decimal_places == rounded_int
 
 
-def _one_way(literal: NumericValue, other: NumericValue) -> bool:
+def _one_way(literal: NumericValue, other: NumericValue, min_sig_digits: int) -> bool:
     if literal.decimal_places is None or is_terminating(other.value):
         return False
     scaled = other.value * 10 ** literal.decimal_places
-    return decimal_matches(literal, round(scaled))
+    return decimal_matches(literal, round(scaled), min_sig_digits)
 
 
-def numbers_match(a: NumericValue, b: NumericValue, rounding: bool = True) -> bool:
-    """Exact equality, plus the percent rule and (if ``rounding``) the decimal rule."""
+def numbers_match(a: NumericValue, b: NumericValue, min_sig_digits: int | None = APPROX_SIG_DIGITS["strict"]) -> bool:
+    """Exact equality, plus the percent rule and the decimal rule (a decimal literal with at least
+    ``min_sig_digits`` significant digits for the value it rounds; ``None``: exact values only)."""
     for ca in a.candidates():
         for cb in b.candidates():
             if ca.value == cb.value:
                 return True
-            if rounding and (_one_way(ca, cb) or _one_way(cb, ca)):
+            if min_sig_digits is not None and (_one_way(ca, cb, min_sig_digits) or _one_way(cb, ca, min_sig_digits)):
                 return True
     return False

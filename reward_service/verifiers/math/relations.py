@@ -62,6 +62,25 @@ def _interval(lower: str, lower_closed: bool, upper: str, upper_closed: bool) ->
     return f"{'[' if lower_closed else '('}{lower}, {upper}{']' if upper_closed else ')'}"
 
 
+_FLIPPED = {"<": ">", ">": "<", "\\le": "\\ge", "\\ge": "\\le"}
+
+
+def _negated(bound: str) -> str:
+    bound = bound.strip()
+    if bound.startswith("-") and not re.search(r"[-+]", bound[1:]):
+        return bound[1:].strip()
+    return f"-({bound})" if re.search(r"[-+ ]", bound) else f"-{bound}"
+
+
+def _unnegated(left: str, right: str, op: str) -> tuple[str, str]:
+    """``-x > -1`` as ``x`` and ``1`` (the caller flips the relation); other sides unchanged."""
+    for side, other in ((left, right), (right, left)):
+        if side.startswith("-") and _VAR_RE.fullmatch(side[1:].strip()) and _is_bound(other):
+            var, bound = side[1:].strip(), _negated(other)
+            return (var, bound) if side is left else (bound, var)
+    return left, right
+
+
 def _one_relation(s: str) -> str | None:
     """Interval for one (possibly double) inequality, or ``None``."""
     pieces: list[str] = []
@@ -75,8 +94,8 @@ def _one_relation(s: str) -> str | None:
     if not ops or len(ops) > 2:
         return None
     if len(ops) == 1:
-        left, right = pieces
-        op = ops[0]
+        left, right = _unnegated(*pieces, ops[0])
+        op = ops[0] if (left, right) == tuple(pieces) or ops[0] == "\\ne" else _FLIPPED[ops[0]]
         if op == "\\ne":
             if _VAR_RE.fullmatch(right) and _is_bound(left):
                 left, right = right, left
@@ -85,7 +104,7 @@ def _one_relation(s: str) -> str | None:
             return f"(-\\infty, {right}) \\cup ({right}, \\infty)"
         if _VAR_RE.fullmatch(right) and _is_bound(left):  # "3 > x" is "x < 3"
             left, right = right, left
-            op = {"<": ">", ">": "<", "\\le": "\\ge", "\\ge": "\\le"}[op]
+            op = _FLIPPED[op]
         if not (_VAR_RE.fullmatch(left) and _is_bound(right)):
             return None
         if op in ("<", "\\le"):

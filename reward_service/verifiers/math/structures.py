@@ -13,9 +13,11 @@ Rules:
 * ``\\{1, 2\\}`` is a set (unordered); ``\\emptyset`` is the empty set.  Two sets
   compare as sets (``\\{2,2,4\\}`` is ``\\{2,4\\}``); a list of answers (or a set
   against a list) compares as a multiset (``2, 2, 4`` is not ``2, 4``: roots
-  listed with multiplicity).
+  listed with multiplicity), except a list of tuples (solutions as points:
+  ``(1, 2), (3, 4), (1, 2)`` is ``(1, 2), (3, 4)``).
 * ``\\begin{pmatrix}..\\end{pmatrix}`` (also ``bmatrix`` etc.) is compared
-  element-wise with the same shape; the matrix flavour is ignored.  A
+  element-wise with the same shape; the matrix flavour is ignored; a sum or
+  product of literal matrices is the matrix it makes (:mod:`.matrix_arith`).  A
   column or row vector equals the tuple of its entries.
 * ``x = 3`` against a non-equation compares ``3`` (when the left side is a
   single variable such as ``x``, ``x_1``, ``\\theta`` or ``f(x)``, or a label
@@ -37,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import ExpressionTooLarge
+from .matrix_arith import matrix_expression
 from .normalize import THOUSANDS_RE
 
 __all__ = [
@@ -94,7 +97,8 @@ EquationEq = Callable[[Equation, Equation], bool]
 
 _OPEN = "([{"
 _CLOSE = ")]}"
-_LIST_SEP_RE = re.compile(r",\s*(?:and|or)\s+|,|;|\s+(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\])")
+_LIST_SEP_RE = re.compile(r",\s*(?:and|or)\s+|,|;|\s+(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\])"
+                          r"|\s*\\(?:vee|lor)(?![A-Za-z])\s*")
 _APPROX_RE = re.compile(r"\\approx(?![A-Za-z])")
 _CUP_RE = re.compile(r"\\cup(?![A-Za-z])|\s+U\s+")
 _EQ_RE = re.compile(r"(?<![<>!\\])=|\\(?:in|approx)(?![A-Za-z])")
@@ -215,6 +219,9 @@ def parse_structure(s: str) -> Answer:
     s = _drop_approximation(s.strip())
     if THOUSANDS_RE.fullmatch(s):
         return Scalar(s)  # "12,500" is one number (thousands), as in normalization
+    computed = matrix_expression(s) if s.count("\\begin{") > 1 else None
+    if computed is not None:  # "A + B", "A B" of literal matrices: the matrix they make
+        return Matrix(tuple(tuple(Scalar(cell) for cell in row) for row in computed))
     matrix = _parse_matrix(s)
     if matrix is not None:
         return matrix
@@ -284,6 +291,10 @@ def _distinct(items: tuple[Answer, ...]) -> tuple[Answer, ...]:
     return tuple(kept)
 
 
+def _all_tuples(items: tuple[Answer, ...]) -> bool:
+    return bool(items) and all(isinstance(i, Bracketed) and i.brackets == "()" for i in items)
+
+
 def _unordered_match(xs: tuple[Answer, ...], ys: tuple[Answer, ...], eq: Callable[[Answer, Answer], bool]) -> bool:
     if len(xs) != len(ys):
         return False
@@ -329,6 +340,8 @@ def structures_match(a: Answer, b: Answer, scalar_eq: ScalarEq, equation_eq: Equ
     if isinstance(a, SetAnswer) and isinstance(b, SetAnswer):
         return _unordered_match(_distinct(a.items), _distinct(b.items), rec)
     if isinstance(a, (Choices, SetAnswer)) and isinstance(b, (Choices, SetAnswer)):
+        if _all_tuples(a.items) and _all_tuples(b.items):  # solutions as points: a repeat is no multiplicity
+            return _unordered_match(_distinct(a.items), _distinct(b.items), rec)
         return _unordered_match(a.items, b.items, rec)
     if isinstance(a, Matrix) != isinstance(b, Matrix):
         va, vb = _vector_items(a), _vector_items(b)

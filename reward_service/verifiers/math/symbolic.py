@@ -101,8 +101,8 @@ def equations_equal(da: sympy.Expr, db: sympy.Expr, eval_points: int = 4) -> boo
     return ratio is not None
 
 
-def decimal_matches_expression(literal: NumericValue, expr: sympy.Expr) -> bool:
-    """The decimal-rounding rule against a non-rational constant (``3.14`` vs ``\\pi``)."""
+def decimal_matches_expression(literal: NumericValue, expr: sympy.Expr, min_sig_digits: int) -> bool:
+    """The decimal-rounding rule against a non-rational constant (``3.14159`` vs ``\\pi``)."""
     if literal.decimal_places is None or expr.free_symbols or isinstance(expr, sympy.Rational):
         return False
     if expr.has(*_INFINITIES):
@@ -114,4 +114,4 @@ def decimal_matches_expression(literal: NumericValue, expr: sympy.Expr) -> bool:
     if abs(value) > 10 ** 60 or literal.decimal_places > 60:
         return False
     rounded = round_scaled(value, literal.decimal_places)
-    return rounded is not None and decimal_matches(literal, rounded)
+    return rounded is not None and decimal_matches(literal, rounded, min_sig_digits)

@@ -13,13 +13,18 @@ Pure string functions used by :mod:`.math_equal` on *normalized* answers
   with no a.m./p.m. on one side, only hours and minutes are compared.
 * :func:`prose_key` -- prose compared loosely: case, punctuation and
   spacing do not matter (``\\text{No solution.}`` is ``no solution``).
+* :func:`is_text_command` / :func:`is_words` -- a *raw* answer written as a
+  whole in a text command (``\\text{NO}``, ``\\textbf{Yes}``) says it is words, so
+  its case does not matter even when it is short; a bare ``No`` is words too.
+  Math fonts (``\\mathrm{e}``) and single letters (a variable, a point ``B``) never are.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["option_letter", "number_word_value", "prose_key", "time_of_day", "times_match"]
+__all__ = ["option_letter", "number_word_value", "prose_key", "time_of_day", "times_match", "is_text_command",
+           "is_words"]
 
 _TIME_RE = re.compile(r"(\d{1,2}):(\d{2})\s*(?:([ap])\.?\s*m\.?)?", re.IGNORECASE)
 
@@ -38,6 +43,11 @@ _TENS = {
 }
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9}
 _PUNCT_RE = re.compile(r"[^\w]+")
+_TEXT_COMMAND_RE = re.compile(r"\\(?:text|textbf|textit|textrm|texttt|textsf|textnormal|mbox)\s*\{[^{}]*\}")
+#: Words only, two letters or more: "NO", "no solution", "The second plan is cheaper."
+_WORDS_RE = re.compile(r"(?=(?:[^A-Za-z]*[A-Za-z]){2})[A-Za-z][A-Za-z '\-.,!?]*")
+#: Short words that are answers, never a product of two variables.
+_SHORT_ANSWER_WORDS = frozenset({"no", "ok"})
 
 
 def option_letter(s: str) -> str | None:
@@ -103,3 +113,16 @@ def times_match(a: tuple[int, int, str | None], b: tuple[int, int, str | None]) 
 def prose_key(s: str) -> str:
     """Prose in a form where case, punctuation and spacing are gone."""
     return _PUNCT_RE.sub(" ", s.casefold()).strip()
+
+
+def is_text_command(raw: str) -> bool:
+    """Whether ``raw`` (delimiters and ``\\boxed`` already stripped) is one text command: ``\\text{NO}``."""
+    return _TEXT_COMMAND_RE.fullmatch(raw.strip()) is not None
+
+
+def is_words(s: str, text_command: bool = False) -> bool:
+    """Whether the normalized answer ``s`` is words whose case does not matter: written in a text
+    command (``text_command``), three letters or more in a word, or a short answer word ("No")."""
+    if _WORDS_RE.fullmatch(s.strip()) is None:
+        return False
+    return text_command or any(len(w) >= 3 for w in s.split()) or prose_key(s) in _SHORT_ANSWER_WORDS
