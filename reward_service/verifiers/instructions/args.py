@@ -9,6 +9,7 @@ may arrive as floats (a protobuf ``Struct`` has no integers) and are accepted wh
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -53,6 +54,15 @@ class Args:
             raise BadInstruction(f"{self.instruction_id}: {name} must be at least {minimum}, got {value}")
         return value
 
+    def number(self, name: str, minimum: float | None = None) -> float:
+        """A finite int or float (IFBench's percentages), as given."""
+        value = self._get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise BadInstruction(f"{self.instruction_id}: {name} must be a finite number, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise BadInstruction(f"{self.instruction_id}: {name} must be at least {minimum}, got {value}")
+        return value
+
     def text(self, name: str, *, non_empty: bool = False) -> str:
         value = self._get(name)
         if not isinstance(value, str):
@@ -73,6 +83,10 @@ class Args:
         if value not in allowed:
             raise BadInstruction(f"{self.instruction_id}: {name} must be one of {list(allowed)}, got {value!r}")
         return value
+
+    def ignore_others(self) -> None:
+        """Accept the arguments not read (the reference's builder takes ``**kwargs`` and drops them)."""
+        self._used.update(self._values)
 
     def done(self) -> None:
         """Raises BadInstruction when the kwargs hold a (non-None) argument the instruction does not take."""

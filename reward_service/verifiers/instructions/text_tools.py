@@ -1,31 +1,38 @@
 """The language tools an instruction check needs, passed in (the checks themselves stay pure).
 
-Sentence splitting, word tokenization and language detection need model data (Punkt parameters,
-language profiles) that a pure verifier must not load itself; the task builds a :class:`TextTools`
-once per process and hands it to every check (``reward_service/tasks/instructions_nlp.py`` builds
-the English one IFEval uses: nltk's Punkt and Treebank tokenizers, langdetect with a fixed seed).
+Sentence splitting, word tokenization, language detection, syllable counts and emoji lookup need
+data (Punkt parameters, language profiles, syllapy's word list, emoji's table) that a pure verifier
+must not load itself; the task builds a :class:`TextTools` once per process and hands it to every
+check (``reward_service/tasks/instructions_nlp.py`` builds the English one IFEval and IFBench use:
+nltk's Punkt and Treebank tokenizers, langdetect with a fixed seed, ``syllapy``, ``emoji``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-_WORD = re.compile(r"\w+")
+import regex
+
+#: nltk's ``RegexpTokenizer(r"\w+")`` compiles with the ``regex`` engine since nltk 3.10.3, whose ``\w``
+#: also takes marks, joiners and connector punctuation (stdlib ``re`` splits "❤️" or a Devanagari word there).
+_WORD = regex.compile(r"\w+")
 
 
 @dataclass(frozen=True)
 class TextTools:
     """``split_sentences`` (Punkt), ``word_tokenize`` (nltk.word_tokenize: Punkt sentences, then the
     Treebank word tokenizer), ``detect_language`` (an ISO 639-1 code such as ``en``, or None when the
-    text gives the detector nothing to go on: IFEval counts that as followed)."""
+    text gives the detector nothing to go on: IFEval counts that as followed), ``count_syllables``
+    (``syllapy.count``, IFBench's) and ``is_emoji`` (``emoji.is_emoji``, IFBench's)."""
 
     split_sentences: Callable[[str], Sequence[str]]
     word_tokenize: Callable[[str], Sequence[str]]
     detect_language: Callable[[str], str | None]
+    count_syllables: Callable[[str], int]
+    is_emoji: Callable[[str], bool]
 
 
 def count_words(text: str) -> int:
-    """IFEval's word count: runs of word characters (nltk's ``RegexpTokenizer(r"\\w+")``)."""
+    """IFEval's and IFBench's word count: runs of word characters, as nltk's ``RegexpTokenizer(r"\\w+")``."""
     return len(_WORD.findall(text))

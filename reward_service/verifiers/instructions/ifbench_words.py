@@ -1,0 +1,150 @@
+"""IFBench's word- and sentence-level constraints past the first ones (``ifbench.py``): trigram
+overlap, equal sentences, Japanese words, syllable parity, chained and growing sentences,
+alliteration, keyword counts and positions. Each builder returns its check with allenai/IFBench's
+rules (``instructions.py``); where the reference raises on a response (an empty sentence, nothing
+to divide by), the check answers "not followed".
+"""
+
+from __future__ import annotations
+
+import re
+import string
+
+from reward_service.verifiers.instructions.args import Args, BadInstruction
+from reward_service.verifiers.instructions.ifeval import Check
+from reward_service.verifiers.instructions.sentences import split_into_sentences
+from reward_service.verifiers.instructions.text_tools import TextTools
+
+_STRIP = string.punctuation + " "
+_NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_JAPANESE = re.compile("[\u3040-\u30ff\u4e00-\u9fff]")  # hiragana, katakana, CJK ideographs
+_MULTIPLE_KEYWORD_COUNTS = (1, 2, 3, 5, 7)  # keyword1 once, keyword2 twice, ... keyword5 seven times
+
+
+def _keyword(a: Args, name: str) -> str:
+    """A keyword argument, stripped as the reference does; empty is refused (the reference draws a random one)."""
+    keyword = a.text(name).strip()
+    if not keyword:
+        raise BadInstruction(f"{a.instruction_id}: {name} must not be empty")
+    return keyword
+
+
+def _character_trigrams(text: str) -> set[str]:
+    """``set(nltk.ngrams(text, 3))`` on a string: its character trigrams."""
+    return {text[i:i + 3] for i in range(len(text) - 2)}
+
+
+def trigram_overlap(a: Args) -> Check:
+    reference = a.text("reference_text")
+    percentage = a.number("percentage", minimum=0)
+    reference_trigrams = _character_trigrams(reference)
+
+    def check(text: str, tools: TextTools) -> bool:
+        trigrams = _character_trigrams(text)
+        if not trigrams:  # under three characters: the reference divides by zero
+            return False
+        overlap = len(trigrams & reference_trigrams) / len(trigrams)
+        return percentage - 2 <= overlap * 100 <= percentage + 2
+    return check
+
+
+def three_equal_sentences(a: Args) -> Check:
+    def check(text: str, tools: TextTools) -> bool:
+        sentences = split_into_sentences(text)
+        return len(sentences) == 3 and len({len(s.strip()) for s in sentences}) == 1
+    return check
+
+
+def japanese_every_nth_word(a: Args) -> Check:
+    every = a.integer("N", minimum=1)
+
+    def check(text: str, tools: TextTools) -> bool:
+        for position, word in enumerate(text.split(), start=1):
+            word = word.strip(_STRIP)
+            if position % every == 0 and word and not word.isdigit() and not _JAPANESE.search(word):
+                return False
+        return True
+    return check
+
+
+def alternating_syllable_parity(a: Args) -> Check:
+    def check(text: str, tools: TextTools) -> bool:
+        parities = [tools.count_syllables(w) % 2 for w in text.translate(_NO_PUNCTUATION).lower().split()]
+        return all(first != second for first, second in zip(parities, parities[1:]))
+    return check
+
+
+def last_word_first_next(a: Args) -> Check:
+    def check(text: str, tools: TextTools) -> bool:
+        sentences = split_into_sentences(text)
+        for current, following in zip(sentences, sentences[1:]):
+            ending, opening = current.rstrip(_STRIP).split(), following.lstrip(_STRIP).split()
+            if not ending or not opening or ending[-1].lower() != opening[0].lower():
+                return False
+        return True
+    return check
+
+
+def incrementing_word_counts(a: Args) -> Check:
+    step = a.integer("small_n", minimum=0)
+
+    def check(text: str, tools: TextTools) -> bool:
+        counts = [len(s.translate(_NO_PUNCTUATION).split()) for s in split_into_sentences(text)]
+        return bool(counts) and all(second == first + step for first, second in zip(counts, counts[1:]))
+    return check
+
+
+def _alliteration(sentence: str) -> int:
+    """Words in runs of neighbours sharing a first letter (punctuation before a word ignored), over all runs."""
+    words = [w for w in (word.lstrip(_STRIP) for word in sentence.lower().split()) if w]
+    total, in_run = 0, False
+    for first, second in zip(words, words[1:]):
+        if first[0] == second[0]:
+            total += 1 if in_run else 2
+            in_run = True
+        else:
+            in_run = False
+    return total
+
+
+def incrementing_alliteration(a: Args) -> Check:
+    def check(text: str, tools: TextTools) -> bool:
+        previous = -1
+        for sentence in split_into_sentences(text):
+            current = _alliteration(sentence)
+            if current <= previous:
+                return False
+            previous = current
+        return True
+    return check
+
+
+def keywords_multiple(a: Args) -> Check:
+    wanted = [(_keyword(a, f"keyword{i}").lower(), count) for i, count in enumerate(_MULTIPLE_KEYWORD_COUNTS, 1)]
+
+    def check(text: str, tools: TextTools) -> bool:
+        lowered = text.lower()
+        return all(lowered.count(keyword) == count for keyword, count in wanted)
+    return check
+
+
+def keyword_at_position(a: Args) -> Check:
+    keyword = _keyword(a, "keyword")
+    sentence, word = a.integer("n", minimum=1), a.integer("m", minimum=1)
+
+    def check(text: str, tools: TextTools) -> bool:
+        sentences = split_into_sentences(text)
+        if len(sentences) < sentence:
+            return False
+        words = tools.word_tokenize(sentences[sentence - 1])
+        return len(words) >= word and words[word - 1] == keyword
+    return check
+
+
+def second_and_second_last_word(a: Args) -> Check:
+    keyword = _keyword(a, "keyword")
+
+    def check(text: str, tools: TextTools) -> bool:
+        words = tools.word_tokenize(text)
+        return len(words) >= 2 and words[1] == words[-2] == keyword
+    return check
