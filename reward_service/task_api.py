@@ -111,6 +111,21 @@ class TaskOutcome:
         return cls(score=0.0, status=RolloutStatus.NO_ANSWER, detail=detail)
 
 
+@dataclass(frozen=True)
+class Canary:
+    """An adversarial completion a task must not reward (``Task.canaries``): it passes when its
+    outcome is unscored or scores at most ``ceiling`` (0, or the task's wrong-answer score)."""
+
+    name: str
+    completion: str
+    reference: Mapping[str, Any]
+    prompt: str = ""
+    ceiling: float = 0.0
+
+    def passes(self, outcome: TaskOutcome) -> bool:
+        return not outcome.status.scored or outcome.score <= self.ceiling
+
+
 class Task(abc.ABC):
     """Base class for tasks. Subclasses set the class attributes and implement ``score``.
 
@@ -155,6 +170,9 @@ class Task(abc.ABC):
     #: option naming a registered task, this one when the config names none; the registry passes that
     #: task's instance as ``base`` ("": the task takes no base).
     default_base: ClassVar[str] = ""
+    #: Why this task declares no canaries (``canaries()``), reported at start-up ("": it declares some,
+    #: or none without a reason, which is reported too).
+    canary_exemption: ClassVar[str] = ""
     #: A task whose score depends on the other completions of its group (the rollouts of one request
     #: sharing a ``group_id``): the server calls ``score_group`` once every member's outcome is known.
     groupwise: ClassVar[bool] = False
@@ -200,6 +218,15 @@ class Task(abc.ABC):
         rollout is scored.
         """
         return []
+
+    def canaries(self) -> Sequence[Canary]:
+        """Adversarial completions run once at server start-up, after ``self_check``: an empty answer,
+        special tokens only, a huge answer, a hedge listing every candidate, the prompt or gold echoed
+        (``reward_service.tasks.canaries`` makes the generic ones). Each must stay unscored or score
+        at most its ceiling; a failure is logged (``--strict-canaries``: the server refuses to start).
+        Default: none, and the registry reports that; ``canary_exemption`` says why a task has none.
+        """
+        return ()
 
     def check_reference(self, reference: Mapping[str, Any]) -> None:
         """Raises InvalidReference when a required field is missing (cheap; runs in the server)."""

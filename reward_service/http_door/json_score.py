@@ -3,7 +3,8 @@
 Single calls are merged into batches like every adapter's (group statistics recomputed per
 call); a call with its own ``itemTimeoutS`` or more rollouts than a merged batch holds goes
 upstream as it is. The body of ``/v1/score`` is a ``ScoreRequest`` in protobuf's JSON mapping (field names in
-lowerCamelCase or as in the .proto; ``reference`` any JSON object); the answer is the
+lowerCamelCase or as in the .proto; ``reference`` any JSON object, or a bare gold string or number, which
+becomes ``{"answer": ...}`` as the Python client makes it); the answer is the
 ``ScoreResponse`` the same way, every field present. Errors are transcoding's: the gRPC
 status as HTTP status and a ``google.rpc.Status`` body. For curl users and languages
 without gRPC::
@@ -26,11 +27,28 @@ from starlette.routing import BaseRoute, Route
 
 from reward.v1 import reward_pb2 as pb
 from reward_core import convert
-from reward_core.contract import ScoreBatchResult, group_stats
+from reward_core.contract import InvalidRollout, ScoreBatchResult, group_stats, normalize_reference
 from reward_core.grpc_common import RequestRejected, check_ids
 from reward_service.http_door.door import FrontDoor
 from reward_service.http_door.errors import bad_request, error_response
 from reward_service.http_door.upstream import UpstreamError
+
+
+def with_references_normalized(body: object) -> object:
+    """``body`` with each rollout's ``reference`` as the Python client sends it: a bare gold (string or
+    number) becomes ``{"answer": ...}`` (``normalize_reference``); raises InvalidRollout for another shape."""
+    rollouts = body.get("rollouts") if isinstance(body, dict) else None
+    if not isinstance(rollouts, list):
+        return body
+    normalized = []
+    for i, rollout in enumerate(rollouts):
+        if isinstance(rollout, dict) and "reference" in rollout:
+            try:
+                rollout = {**rollout, "reference": normalize_reference(rollout["reference"])}
+            except InvalidRollout as exc:
+                raise InvalidRollout(f"rollout {i} ({rollout.get('id', '')!r}): {exc}") from None
+        normalized.append(rollout)
+    return {**body, "rollouts": normalized}
 
 
 def to_json(message) -> dict:
@@ -55,10 +73,12 @@ async def _score(door: FrontDoor, message: pb.ScoreRequest) -> pb.ScoreResponse:
 def routes(door: FrontDoor) -> list[BaseRoute]:
     async def score(request: Request) -> Response:
         try:
-            body = json.loads(await request.body() or b"{}")
+            body = with_references_normalized(json.loads(await request.body() or b"{}"))
             message = json_format.ParseDict(body, pb.ScoreRequest())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return bad_request(f"the body is not JSON: {exc}")
+        except InvalidRollout as exc:
+            return bad_request(f"the body is not a reward.v1.ScoreRequest: {exc}")
         except json_format.ParseError as exc:
             return bad_request(f"the body is not a reward.v1.ScoreRequest: {exc}")
         try:

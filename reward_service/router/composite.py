@@ -21,6 +21,8 @@ class CompositeTask(Task):
     component (``Task.groupwise``) gets its part of the score in the group stage.
     """
 
+    canary_exemption = "a composite reward: each component runs its own canaries"
+
     def __init__(self, name: str, parts: Mapping[str, tuple[Task, float]], description: str = "") -> None:
         super().__init__()
         self._name = name

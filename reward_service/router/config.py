@@ -87,6 +87,9 @@ class ServerConfig:
         "help": "also serve reward.v1.SandboxService on this port, on the code task's executor"})
     exit_with_parent: bool = field(default=False, metadata={
         "help": "drain and exit when the process that started this server dies (an embedded server)"})
+    strict_canaries: bool = field(default=False, metadata={
+        "help": "refuse to start when a task rewards one of its canaries (adversarial completions run at "
+                "start-up: empty, special tokens, huge, hedges, echoes); without it each is logged as a warning"})
     metrics_port: int = field(default=0, metadata={"help": "Prometheus /metrics port (0: off)"})
     metrics_host: str = field(default="", metadata={"help": "address /metrics binds (empty: the --host)"})
     security: ServerSecurityConfig = field(default_factory=ServerSecurityConfig)

@@ -37,7 +37,7 @@ from reward_service.pool.worker_pool import (
 )
 from reward_service.router.config import ScorerConfig
 from reward_service.router.group_stage import shape_groups
-from reward_service.router.registry import TaskRegistry, build_registry, log_self_check
+from reward_service.router.registry import TaskRegistry, build_registry, log_self_check, start_canaries
 from reward_service.router.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
 from reward_service.task_api import InvalidReference, Task, TaskInput, cancel_token_set
 
@@ -183,7 +183,8 @@ class Scorer:
     def __init__(self, config: ScorerConfig) -> None:
         self.config = config
         self.registry: TaskRegistry = build_registry(config.rewards, endpoints=config.endpoints)
-        self.self_check_failures = log_self_check(self.registry)
+        self.self_check_report = log_self_check(self.registry, canaries=False)
+        self.self_check_failures = self.self_check_report.failures
         pool_config = PoolConfig(
             num_workers=config.workers,
             item_timeout_s=config.item_timeout_s,
@@ -197,6 +198,8 @@ class Scorer:
                                max_items=config.max_queue, max_client_items=config.max_client_queue)
         self._in_server = ThreadPoolExecutor(max_workers=config.io_threads, thread_name_prefix="io-task")
         self._item_ms: dict[str, float] = {}
+        # The tasks' canaries, in the background: their reports fill self_check_report.canaries.
+        self.canary_run = start_canaries(self.registry, self.self_check_report)
 
     def list_tasks(self) -> list[TaskInfo]:
         return self.registry.infos()
@@ -346,6 +349,7 @@ class Scorer:
         return self.queue.drop_queued()
 
     def close(self) -> None:
+        self.canary_run.stop()
         self.queue.drop_queued()
         self._in_server.shutdown(wait=False, cancel_futures=True)
         for name in self.registry.names():

@@ -17,6 +17,7 @@ from reward.v1 import reward_pb2, sandbox_pb2
 from reward_core.server_security import ServerSecurity, prepare
 from reward_core.server_shell import AioServerShell
 from reward_core.stop_signals import stop_on_signals, wait_until_set
+from reward_service.router.canary_check import CanaryFailure, failure_message
 from reward_service.router.code_executor import shared_sandbox_servicer
 from reward_service.router.config import ServerConfig
 from reward_service.router.metrics import RewardMetrics
@@ -119,14 +120,20 @@ class RewardServer:
 def create_server(config: ServerConfig, scorer: Scorer | None = None) -> RewardServer:
     """Builds and starts a server (and its Scorer, unless one is given, which it then won't close).
 
-    Raises ValueError when the bind policy refuses ``config.host`` -- before any worker starts.
+    Raises ValueError when the bind policy refuses ``config.host`` -- before any worker starts -- and
+    CanaryFailure (a ValueError) when ``strict_canaries`` is set and a task rewarded a canary: it then
+    waits for the canaries before serving.
     """
     security = prepare(config.security, config.host)
     owns = scorer is None
     scorer = scorer or Scorer(config.scorer)
     try:
+        if config.strict_canaries:
+            scorer.canary_run.wait()
+            if scorer.self_check_report.canary_failures:
+                raise CanaryFailure(failure_message(scorer.self_check_report.canaries))
         return RewardServer(config, scorer, owns, security)
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, CanaryFailure):
         if owns:
             scorer.close()
         raise

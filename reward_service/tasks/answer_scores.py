@@ -27,6 +27,11 @@ class AnswerScores:
         return cls(number_option(task, "wrong_score", wrong_score),
                    number_option(task, "no_answer_score", no_answer_score))
 
+    @property
+    def not_right_max(self) -> float:
+        """The most an answer that is not right earns: the ceiling of the task's canaries."""
+        return max(self.wrong, self.no_answer)
+
     def apply(self, outcome: TaskOutcome) -> TaskOutcome:
         """``outcome`` with its wrong or missing answer paid as configured (a right answer and an
         unscored outcome unchanged)."""

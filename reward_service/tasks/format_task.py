@@ -6,9 +6,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from reward_service.task_api import InvalidTaskOptions, Task, TaskOutcome
+from reward_service.task_api import Canary, InvalidTaskOptions, Task, TaskOutcome
+from reward_service.tasks.canaries import generic_canaries
 
-THINK_ANSWER_PATTERN = r"^\s*<think>.*?</think>\s*<answer>.*?</answer>\s*$"
+#: ``<think>…</think><answer>…</answer>``, the answer not blank (an empty ``<answer></answer>`` answers nothing).
+THINK_ANSWER_PATTERN = r"^\s*<think>.*?</think>\s*<answer>\s*(?!</answer>)\S.*?</answer>\s*$"
 
 
 class FormatTask(Task):
@@ -37,3 +39,7 @@ class FormatTask(Task):
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         match = self._regex.fullmatch(completion)
         return TaskOutcome.binary(match is not None, detail="" if match else "format mismatch")
+
+    def canaries(self) -> list[Canary]:
+        return [*generic_canaries({}), Canary("the tags with nothing in them", "<think></think><answer></answer>", {}),
+                Canary("the tags around blanks", "<think>\n \n</think>\n<answer>\n \n</answer>", {})]

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reward_service.task_api import Task, TaskOutcome
+from reward_service.task_api import Canary, Task, TaskOutcome
 from reward_service.tasks.answer_scores import AnswerScores
+from reward_service.tasks.math_canaries import math_canaries
 from reward_service.tasks.math_task import grade_config, outcome_from_grade, reference_answer, self_check_failures
 from reward_service.verifiers.math import grade_numeric
 from reward_service.verifiers.math.self_check import NUMERIC_SELF_CHECK
@@ -32,3 +33,6 @@ class Gsm8kTask(Task):
 
     def self_check(self) -> list[str]:
         return self_check_failures(self, NUMERIC_SELF_CHECK, self._config.extraction.strict)
+
+    def canaries(self) -> list[Canary]:
+        return math_canaries(self._scores.not_right_max)

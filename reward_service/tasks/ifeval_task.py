@@ -3,17 +3,21 @@ strict or loose, one component per instruction, all-or-fraction.
 
 A row names its instructions the way IFEval, NeMo Gym and open-instruct do (see
 ``reward_service.verifiers.instructions.reference``). An empty response follows nothing
-(NO_ANSWER, scored 0); an unknown instruction or a missing or malformed argument is
-INVALID_REFERENCE (unscored: IFEval would have drawn a random argument, Gym would have said 0).
+(NO_ANSWER, scored 0), and so is one that only repeats the prompt (an echoed prompt holds its own
+keywords and format, and would pass them) or holds nothing but chat special tokens; an unknown
+instruction or a missing or malformed argument is INVALID_REFERENCE (unscored: IFEval would have
+drawn a random argument, Gym would have said 0).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from reward_core.contract import RolloutStatus
-from reward_service.task_api import InvalidReference, Task, TaskOutcome
+from reward_service.task_api import Canary, InvalidReference, Task, TaskOutcome
+from reward_service.tasks.canaries import SPECIAL_TOKENS_ONLY, generic_canaries
 from reward_service.tasks.instructions_nlp import ENGLISH_TOOLS
 from reward_service.tasks.options import bool_option, choice_option
 from reward_service.verifiers.instructions import (
@@ -32,6 +36,7 @@ from reward_service.verifiers.instructions import (
 )
 from reward_service.verifiers.instructions.args import Args
 from reward_service.verifiers.instructions.ifeval import Check
+from reward_service.verifiers.math.special_tokens import strip_special_tokens
 
 #: Known answers checked at start-up: (reference, response, strict all-or-nothing score).
 SELF_CHECK_CASES: tuple[tuple[Mapping[str, Any], str, float], ...] = (
@@ -50,6 +55,20 @@ SELF_CHECK_CASES: tuple[tuple[Mapping[str, Any], str, float], ...] = (
     ({"func_name": "validate_word_constraint", "N": 3, "quantifier": "at most"}, "Just three words", 1.0),
     ({"answer": "[{'instruction_id': ['detectable_format:title'], 'kwargs': [None]}]"}, "<<A title>> body", 1.0),
 )
+#: The canaries' row: a prompt whose echo follows its own instructions (it is lower case and names the keywords).
+CANARY_PROMPT = "write a short note to a friend that mentions a banana and a rocket. use only lowercase letters."
+CANARY_ROW: Mapping[str, Any] = {"instruction_id_list": ["keywords:existence", "change_case:english_lowercase"],
+                                 "kwargs": [{"keywords": ["banana", "rocket"]}, {}]}
+
+
+def repeats_prompt(response: str, prompts: tuple[Any, ...]) -> bool:
+    """Whether ``response`` is nothing but a prompt (any of ``prompts``), once or more, spacing aside."""
+    text = " ".join(response.split())
+    for prompt in prompts:
+        if isinstance(prompt, str) and (said := " ".join(strip_special_tokens(prompt).split())):
+            if text and not text.replace(said, "").strip():
+                return True
+    return False
 
 
 
@@ -66,9 +85,11 @@ class IfevalTask(Task):
     reference_fields = ("instruction_id_list", "kwargs", "prompt", "grading_mode", "func_name")
     #: instruction id -> builder for rows in IFEval's shape (open-instruct func_name rows use their own table).
     instructions: ClassVar[Mapping[str, Callable[[Args], Check]]] = IFEVAL_INSTRUCTIONS
-    #: Known ids this task does not implement: answered ERROR (unscored), never INVALID_REFERENCE or 0.
-    unsupported: ClassVar[frozenset[str]] = frozenset()
+    #: Known ids this task does not implement (id -> why): answered ERROR (unscored), never INVALID_REFERENCE or 0.
+    unsupported: ClassVar[Mapping[str, str]] = MappingProxyType({})
     tools: ClassVar[TextTools] = ENGLISH_TOOLS
+    #: Known answers ``self_check`` scores at start-up (a missing language tool shows here, not mid-training).
+    self_check_cases: ClassVar[tuple[tuple[Mapping[str, Any], str, float], ...]] = SELF_CHECK_CASES
 
     def __init__(self, mode: str = "strict", aggregation: str = "all", row_grading_mode: bool = True,
                  after_think: bool = False) -> None:
@@ -96,6 +117,9 @@ class IfevalTask(Task):
             pass  # answered ERROR by score(): not the reference's fault
 
     def response_of(self, completion: str) -> str:
+        """The text graded: chat special tokens removed, and with ``after_think`` only what follows the
+        last ``</think>``."""
+        completion = strip_special_tokens(completion)
         if self.after_think and "</think>" in completion:
             return completion.rsplit("</think>", 1)[1]
         return completion
@@ -106,6 +130,9 @@ class IfevalTask(Task):
         except UnsupportedInstruction as exc:
             return TaskOutcome(0.0, RolloutStatus.ERROR, detail=f"task {self.name!r}: {exc}")
         response = self.response_of(completion)
+        if repeats_prompt(response, (reference.get("prompt"), prompt)):
+            zeros = {f"{i}:{ins.id}": 0.0 for i, ins in enumerate(instructions)}
+            return TaskOutcome(0.0, RolloutStatus.NO_ANSWER, zeros, detail="the response only repeats the prompt")
         results = grade(instructions, response, self.tools, self.mode)
         components = {f"{i}:{ins.id}": float(ok) for i, (ins, ok) in enumerate(zip(instructions, results))}
         missed = [ins.id for ins, ok in zip(instructions, results) if not ok]
@@ -114,10 +141,16 @@ class IfevalTask(Task):
         status = RolloutStatus.NO_ANSWER if not response.strip() else RolloutStatus.OK
         return TaskOutcome(aggregate(results, aggregation), status, components=components, detail=detail)
 
+    def canaries(self) -> list[Canary]:
+        return [*generic_canaries(CANARY_ROW, prompt=CANARY_PROMPT),
+                Canary("the prompt echoed", CANARY_PROMPT, CANARY_ROW, CANARY_PROMPT),
+                Canary("the prompt echoed twice", f"{CANARY_PROMPT}\n\n{CANARY_PROMPT}", CANARY_ROW, CANARY_PROMPT),
+                Canary("special tokens only, no comma asked", SPECIAL_TOKENS_ONLY, SELF_CHECK_CASES[0][0])]
+
     def self_check(self) -> list[str]:
         strict = type(self)()
         failures = []
-        for reference, response, expected in SELF_CHECK_CASES:
+        for reference, response, expected in self.self_check_cases:
             try:
                 got = strict.score(response, reference).score
             except InvalidReference as exc:

@@ -12,7 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskOutcome
+from reward_service.task_api import Canary, InvalidReference, InvalidTaskOptions, Task, TaskOutcome
+from reward_service.tasks.canaries import generic_canaries
 from reward_service.tasks.options import choice_option
 from reward_service.verifiers.structured import (
     EXTRACT_MODES,
@@ -25,6 +26,10 @@ from reward_service.verifiers.structured import (
 )
 
 TOP_LEVELS = {"any": (object,), "object": (dict,), "array": (list,), "container": (dict, list)}
+#: The self-check's schema, and a prompt asking for it (the canaries' echo).
+PERSON_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                 "required": ["name", "age"]}
+PROMPT = "Reply with a JSON object giving the person's name and age."
 
 
 
@@ -62,6 +67,10 @@ class JsonValidTask(Task):
             return []
         return [f"{text!r}: got {got}, want {want}" for text, want in cases
                 if (got := self.score(text, {}).score) != want]
+
+    def canaries(self) -> list[Canary]:
+        """Any valid JSON text passes by definition ("{}", "0"; ``top_level`` narrows it): no such canary."""
+        return [*generic_canaries({}, prompt=PROMPT), Canary("the prompt echoed", PROMPT, {}, PROMPT)]
 
 
 class JsonSchemaTask(Task):
@@ -112,9 +121,16 @@ class JsonSchemaTask(Task):
         return TaskOutcome(conforms, components={"valid_json": 1.0, "conforms": conforms},
                            extracted=_excerpt(parsed), detail="; ".join(errors))
 
+    def canaries(self) -> list[Canary]:
+        row = {"schema": PERSON_SCHEMA}
+        return [*generic_canaries(row, prompt=PROMPT), Canary("the prompt echoed", PROMPT, row, PROMPT),
+                Canary("the schema echoed", json.dumps(PERSON_SCHEMA), row, PROMPT),
+                Canary("an empty object", "{}", row, PROMPT),
+                Canary("every candidate object", '{"name": "Ada"}\n{"age": 36}\n{"name": "Ada", "age": "36"}', row,
+                       PROMPT)]
+
     def self_check(self) -> list[str]:
-        schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-                  "required": ["name", "age"]}
+        schema = PERSON_SCHEMA
         cases = [('{"name": "Ada", "age": 36}', 1.0), ('{"name": "Ada", "age": "36"}', 0.0), ('{"name": "Ada"}', 0.0),
                  ('{"name": "Ada", "age": 36, "x": 1}', 0.0 if self._strict else 1.0), ("not json", 0.0)]
         return [f"{text!r}: got {got}, want {want}" for text, want in cases

@@ -12,10 +12,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from reward_core.contract import RolloutStatus
-from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskOutcome
+from reward_service.task_api import Canary, InvalidReference, InvalidTaskOptions, Task, TaskOutcome
+from reward_service.tasks.canaries import each, generic_canaries, hedge_canaries, joined
 from reward_service.verifiers.choice import GRADING_MODES, BadChoices, Choices, gold_letter, grade_choice, parse_choices
 
 GOLD_FIELDS = ("answer", "expected_answer")
+#: The self-check's row, and its question as a prompt shows it (the canaries' echo).
+OPTIONS = {"A": "Circle", "B": "Square", "C": "Triangle", "D": "Hexagon"}
+QUESTION = "Which shape has three sides?\n" + "\n".join(f"{letter}. {text}" for letter, text in OPTIONS.items())
+HEDGE_FORMS = (
+    ("letters in a row", joined("{}", " ")),
+    ("'Answer:' a comma list", joined("Answer: {}", ", ")),
+    ("'the answer is' with 'or'", joined("The answer is {}.", " or ")),
+    ("every letter boxed", each("\\boxed{{{}}}")),
+    ("one box of every letter", joined("\\boxed{{{}}}", "")),
+    ("an answer line per letter", each("Answer: {}", "\n")),
+    ("every option's text", lambda letters: ", ".join(OPTIONS[x] for x in letters)),
+    ("the options listed", lambda letters: "\n".join(f"{x}. {OPTIONS[x]}" for x in letters)),
+)
 
 
 class McqaTask(Task):
@@ -81,6 +95,15 @@ class McqaTask(Task):
             return TaskOutcome(0.0, RolloutStatus.NO_ANSWER, detail=f"no option letter found ({mode})")
         return TaskOutcome.binary(result.correct, extracted=result.letter,
                                   detail=f"read {result.letter} by {result.rule}; gold {gold}")
+
+    def canaries(self) -> list[Canary]:
+        options = [{letter: text} for letter, text in OPTIONS.items()]
+        row = {"options": options, "answer": "C"}
+        return [*generic_canaries(row, prompt=QUESTION),
+                *hedge_canaries(row, "C", ["A", "B", "D"], HEDGE_FORMS, prompt=QUESTION),
+                Canary("an answer offering another", "Answer: C (or maybe A)", row, QUESTION),
+                Canary("the question echoed (the gold its last option)", QUESTION, {"options": options, "answer": "D"},
+                       QUESTION)]
 
     def self_check(self) -> list[str]:
         options = [{"A": "Circle"}, {"B": "Square"}, {"C": "Triangle"}, {"D": "Hexagon"}]

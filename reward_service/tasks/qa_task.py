@@ -8,11 +8,15 @@ as ``answer``) and ``aliases``, all together, blanks dropped.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
-from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskOutcome
+from reward_service.task_api import Canary, InvalidReference, InvalidTaskOptions, Task, TaskOutcome
+from reward_service.tasks.canaries import each, generic_canaries, hedge_canaries, joined
 from reward_service.tasks.options import bool_option, choice_option
+from reward_service.verifiers.math.special_tokens import strip_special_tokens
 from reward_service.verifiers.text import (
     ALGORITHMS,
     EXTRACT_MODES,
@@ -23,9 +27,21 @@ from reward_service.verifiers.text import (
     similarity,
     token_f1,
 )
+from reward_service.verifiers.text.spans import after_thinking, box_run, marker_run, strip_text_wrappers
 
 NORMALIZATIONS = ("squad", "whitespace", "strip")
 GOLD_FIELDS = ("answers", "answer", "expected_answer", "aliases")
+#: "Paris or Rome", "either Paris or Rome": alternatives offered as one answer.
+_OR = re.compile(r"\s*,?\s+or\s+", re.I)
+_EITHER = re.compile(r"^either\s+", re.I)
+#: The canaries' row: a short-answer question, its gold and other candidates.
+QUESTION = "Which Paris landmark was built for the 1889 World's Fair?"
+GOLD = "Eiffel Tower"
+OTHERS = ("Louvre", "Notre Dame", "Arc de Triomphe")
+HEDGE_FORMS = (("'or' between them", joined("Answer: {}", " or ")),
+               ("'either ... or'", lambda c: "Answer: either " + ", ".join(c[:-1]) + " or " + c[-1]),
+               ("every candidate boxed", each("\\boxed{{{}}}")),
+               ("an answer line per candidate", each("Answer: {}", "\n")))
 
 
 def _gold_values(value: Any) -> list[str]:
@@ -33,6 +49,17 @@ def _gold_values(value: Any) -> list[str]:
         return _gold_values(value.get("text", value.get("value"))) + _gold_values(value.get("aliases"))
     items = value if isinstance(value, list) else [value]
     return [str(item) for item in items if isinstance(item, (str, int, float)) and not isinstance(item, bool)]
+
+
+def listed_candidates(text: str, extracted: str) -> list[str]:
+    """The answers given together where one is expected: the listed boxes or answer lines the extracted
+    answer ends, or its "or" alternatives; ``[extracted]`` when it is one answer."""
+    text = after_thinking(text)
+    for run in (box_run(text), marker_run(text)):
+        if len(run) > 1 and strip_text_wrappers(run[-1]).strip() == extracted.strip():
+            return [strip_text_wrappers(r).strip() for r in run]
+    parts = [p for p in _OR.split(_EITHER.sub("", extracted.strip())) if p.strip()]
+    return parts if len(parts) > 1 else [extracted]
 
 
 def golds_of(reference: Mapping[str, Any], task: str) -> list[str]:
@@ -69,16 +96,41 @@ class _AnswerTask(Task):
 
     def best(self, completion: str, reference: Mapping[str, Any],
              metric: Callable[[str, str], float]) -> tuple[str, list[str], float, int] | None:
-        """(extracted, golds, best value, index of the best gold), or None when nothing was extracted."""
+        """(extracted, golds, best value, index of the best gold), or None when nothing was extracted.
+
+        Chat special tokens are no answer. Several answers given as one (``listed_candidates``: "Paris
+        or Rome", listed boxes) are a hedge, worth their worst candidate, unless the whole answer is a
+        gold or a gold itself holds "or".
+        """
         golds = golds_of(reference, self.name)
-        extracted = extract_answer(completion, self._extract)
+        text = strip_special_tokens(completion)
+        extracted = extract_answer(text, self._extract)
         if extracted is None:
             return None
-        value, index = best_over_golds(self.normalized(extracted), [self.normalized(g) for g in golds], metric)
+        normalized_golds = [self.normalized(g) for g in golds]
+        value, index = best_over_golds(self.normalized(extracted), normalized_golds, metric)
+        candidates = listed_candidates(text, extracted)
+        if len(candidates) > 1 and not any(_OR.search(g) for g in golds):
+            value, index = min(best_over_golds(self.normalized(c), normalized_golds, metric) for c in candidates)
+            extracted = " | ".join(candidates)
         return extracted, golds, value, index
 
     def known_answers(self) -> list[tuple[str, list[str], float]]:
         return []
+
+    #: The most a canary may score where the metric pays partial credit by overlap: a comma list of
+    #: candidates (``list_ceiling``), and any other text that is not blank (``overlap_ceiling``).
+    list_ceiling: ClassVar[float] = 0.0
+    overlap_ceiling: ClassVar[float] = 0.0
+
+    def canaries(self) -> list[Canary]:
+        row = {"answers": [GOLD]}
+        *blank, huge = generic_canaries(row, prompt=QUESTION)
+        return [*blank, dataclasses.replace(huge, ceiling=self.overlap_ceiling),
+                *hedge_canaries(row, GOLD, OTHERS, HEDGE_FORMS, prompt=QUESTION, ceiling=self.overlap_ceiling),
+                *hedge_canaries(row, GOLD, OTHERS, [("a comma list", joined("Answer: {}", ", "))], prompt=QUESTION,
+                                ceiling=max(self.list_ceiling, self.overlap_ceiling)),
+                Canary("the question echoed", QUESTION, row, QUESTION, self.overlap_ceiling)]
 
     def self_check(self) -> list[str]:
         failures = []
@@ -116,6 +168,7 @@ class F1Task(_AnswerTask):
 
     name = "f1"
     description = "token F1 (SQuAD normalisation) of the answer against the best of the golds, in [0, 1]"
+    list_ceiling = 0.5  # a list of k candidates holding the gold: precision 1/k of the words, F1 about 2/(k+1)
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         found = self.best(completion, reference, token_f1)
@@ -140,6 +193,9 @@ class StringSimilarityTask(_AnswerTask):
     description = ("character similarity (difflib ratio or InDel) of the answer to the best gold, in [0, 1]; "
                    "0 below the threshold")
     default_normalize = "whitespace"
+    #: Any text shares characters with the gold, so its similarity is never quite 0 (``threshold`` pays
+    #: nothing below it): a canary may score up to half.
+    list_ceiling = overlap_ceiling = 0.5
 
     def __init__(self, algorithm: str = "difflib", threshold: float = 0.0, binary: bool = False,
                  extract: str = "auto", normalize: str | None = None, case_sensitive: bool = False) -> None:

@@ -2,7 +2,11 @@
 
 The answer is the last ``<answer>...</answer>`` of the completion (reasoning-gym's convention);
 the reference carries the dataset's entry (shapes: ``reasoning_gym_entries``). The score is
-``score_answer``'s, partial credit included (``partial_credit: false``: 1 only for a full score).
+``score_answer``'s, partial credit included (``partial_credit: false``: 1 only for a full score),
+except the default scorer's credit for an answer that merely contains the gold (``len(gold) /
+len(answer)``: a hedge, or "80" for the gold 8, earns it), which is not paid. No answer: a missing
+or blank tag, chat special tokens only, or the prompt's own example answer ("answer here" in
+reasoning-gym's instruction); an answer over ``MAX_ANSWER_CHARS`` scores 0 unread.
 ``score_answer`` is third-party code run on model output: an exception it raises is ERROR
 (unscored, with the reason), never a 0; a hang is the worker pool's per-item time limit.
 """
@@ -17,7 +21,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reward_core.contract import RolloutStatus, TaskInfo
-from reward_service.task_api import FamilyTask, InvalidReference, InvalidTaskOptions, TaskOutcome
+from reward_service.task_api import Canary, FamilyTask, InvalidReference, InvalidTaskOptions, TaskOutcome
+from reward_service.tasks.canaries import HUGE_CHARS, SPECIAL_TOKENS_ONLY, generic_canaries, huge_text
+from reward_service.tasks.reasoning_gym_data import DataError, make_rows
 from reward_service.tasks.reasoning_gym_entries import (
     ANSWER_TAG,
     BROKEN_SCORERS,
@@ -29,11 +35,18 @@ from reward_service.tasks.reasoning_gym_entries import (
     installed_version,
     reference_entry,
 )
+from reward_service.verifiers.math.special_tokens import strip_special_tokens
 
 logger = logging.getLogger(__name__)
 
 #: Dataset objects (the scorers) one task keeps, one per distinct config its entries name.
 MAX_CONFIGS = 16
+#: The longest answer handed to a dataset's ``score_answer``: reasoning-gym's answers are short, and
+#: third-party scoring may take quadratic time on a long one. A longer answer scores 0.
+MAX_ANSWER_CHARS = 100_000
+#: reasoning-gym's default ``score_answer``: 1 for the gold, else len(gold)/len(answer) when the answer
+#: contains the gold -- partial credit a hedge earns, which this task does not pay.
+DEFAULT_SCORER = "ProceduralDataset.score_answer"
 
 
 class ScorerUnavailable(RuntimeError):
@@ -78,6 +91,32 @@ class ReasoningGymTask(FamilyTask):
     def check_reference(self, reference: Mapping[str, Any]) -> None:
         reference_entry(reference, self.dataset, self.name)
 
+    canary_exemption = ("its canaries are built on entries reasoning-gym generates, and reasoning-gym is not "
+                        "installed here or failed to generate them")
+
+    def canaries(self) -> list[Canary]:
+        """Entries of this dataset from reasoning-gym (seed 0): the first one's gold hedged among the others'
+        golds, its question echoed, and blank, special-token and huge answers, in the answer tag and without."""
+        try:
+            rows = list(make_rows(self.name, 6, seed=0))
+        except DataError:
+            return []
+        reference, prompt = rows[0]["reference"], rows[0]["prompt"]
+        entry = reference["entry"]
+        tag = (lambda text: f"<{self._tag}>{text}</{self._tag}>") if self._tag else str
+        cases = [("special tokens in the answer", tag(SPECIAL_TOKENS_ONLY)), ("an empty answer", tag("")),
+                 ("the question echoed as the answer", tag(entry["question"])), ("the prompt echoed", prompt),
+                 (f"huge answer ({HUGE_CHARS:,} chars) as the answer", tag(huge_text(chars=HUGE_CHARS - 20)))]
+        gold = entry.get("answer")
+        others = [str(a) for r in rows[1:] if (a := r["reference"]["entry"].get("answer")) not in (None, gold)]
+        others = list(dict.fromkeys(o for o in others if o != str(gold)))[:3]
+        if gold is not None and len(others) >= 2:
+            listed = [*others[:1], str(gold), *others[1:]]
+            cases += [("hedge: golds of other entries around the gold, 'or'", tag(" or ".join(listed))),
+                      ("hedge: golds of other entries, one a line, the gold last",
+                       tag("\n".join([*others, str(gold)])))]
+        return [*generic_canaries(reference, prompt=prompt), *(Canary(n, c, reference, prompt) for n, c in cases)]
+
     def self_check(self) -> list[str]:
         """A reasoning-gym other than the pinned one is a failure; none installed is not (the rg
         extra is optional: each rg rollout is then ERROR, saying what to install)."""
@@ -89,9 +128,15 @@ class ReasoningGymTask(FamilyTask):
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         entry = reference_entry(reference, self.dataset, self.name)
         answer = extract_answer(completion, self._tag, self._fallback)
-        if answer is None:
+        answer = strip_special_tokens(answer) if answer else None  # chat special tokens are no answer
+        if not answer:
             return TaskOutcome.no_answer(f"no <{self._tag}>...</{self._tag}> in the completion"
                                          if self._tag else "empty completion")
+        if self._tag and f"<{self._tag}>{answer}</{self._tag}>" in prompt:
+            return TaskOutcome.no_answer(f"the answer is the prompt's own example ({answer[:40]!r})")
+        if len(answer) > MAX_ANSWER_CHARS:
+            return TaskOutcome(0.0, extracted=answer[:80], detail=f"an answer of {len(answer):,} characters "
+                                                                 f"(over {MAX_ANSWER_CHARS:,}) is not scored")
         try:
             scorer = self._scorer(dataset_config(entry))
         except ScorerUnavailable as exc:
@@ -102,13 +147,18 @@ class ReasoningGymTask(FamilyTask):
             return TaskOutcome(0.0, RolloutStatus.ERROR, extracted=answer,
                                detail=f"reasoning-gym {self.dataset}.score_answer raised "
                                       f"{type(exc).__name__}: {str(exc)[:200]}")
-        return self._outcome(raw, answer)
+        method = getattr(scorer.score_answer, "__func__", scorer.score_answer)
+        return self._outcome(raw, answer, getattr(method, "__qualname__", "") == DEFAULT_SCORER)
 
-    def _outcome(self, raw: Any, answer: str) -> TaskOutcome:
+    def _outcome(self, raw: Any, answer: str, default_scorer: bool = False) -> TaskOutcome:
         if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
             return TaskOutcome(0.0, RolloutStatus.ERROR, extracted=answer,
                                detail=f"reasoning-gym {self.dataset}.score_answer returned {raw!r:.80}, not a score")
         raw = min(1.0, max(0.0, float(raw)))
+        if default_scorer and raw < 1.0:
+            return TaskOutcome(0.0, extracted=answer, detail=f"score_answer {raw:g} not paid: reasoning-gym's "
+                                                             "credit for an answer that contains the gold, which a "
+                                                             "hedge earns")
         score = raw if self._partial else float(raw >= 1.0)
         detail = "" if score == raw else f"score_answer {raw:g}"
         return TaskOutcome(score, extracted=answer, detail=detail)

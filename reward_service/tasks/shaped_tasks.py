@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reward_core.contract import RolloutStatus, TaskInfo
-from reward_service.task_api import InvalidTaskOptions, Task, TaskInput, TaskOutcome
+from reward_service.task_api import Canary, InvalidTaskOptions, Task, TaskInput, TaskOutcome
+from reward_service.tasks.canaries import generic_canaries, wrapped
 from reward_service.tasks.options import bool_option, int_option, number_option, strings_option
 from reward_service.tasks.text_length import TextLength
 from reward_service.verifiers.shaping import CosineSchedule, answer_after_reasoning, group_length_rewards
@@ -76,6 +77,10 @@ class ShapedTask(Task):
         """The shaped outcome of one item whose base outcome is scored."""
         raise NotImplementedError
 
+    @property
+    def canary_exemption(self) -> str:  # type: ignore[override]
+        return f"its base task ({self._base.name or type(self._base).__name__}) declares no canaries"
+
 
 class CosineScaledTask(ShapedTask):
     """Correctness scaled by length on a cosine (open-r1 / TRL ``get_cosine_scaled_reward``): a short
@@ -103,6 +108,11 @@ class CosineScaledTask(ShapedTask):
         length = self._length(item.completion)
         return TaskOutcome(self._schedule.reward(correct, length), base.status,
                            {"correct": float(correct), "length": float(length)}, base.extracted, base.detail)
+
+    def canaries(self) -> list[Canary]:
+        """The base's canaries (each one the base must not count correct), paid as a wrong answer at most."""
+        wrong = max(self._schedule.min_value_wrong, self._schedule.max_value_wrong)
+        return wrapped([c for c in self._base.canaries() if c.ceiling < self._threshold], str, ceiling=wrong)
 
 
 class ReasoningAccuracyTask(ShapedTask):
@@ -132,6 +142,16 @@ class ReasoningAccuracyTask(ShapedTask):
             outcomes[i] = dataclasses.replace(outcome, steps=steps) if steps else outcome
         return outcomes
 
+    def canaries(self) -> list[Canary]:
+        """The base's canaries after finished reasoning, and the generic ones with none (unfinished: not
+        rewarded)."""
+        base = list(self._base.canaries())
+        if not base:
+            return []
+        reasoning = f"<think>\nLet me work it out.\n{self._delimiters[0]}\n"
+        return [*generic_canaries(base[0].reference, prompt=base[0].prompt),
+                *wrapped(base, lambda text: reasoning + text, suffix=f" after {self._delimiters[0]}")]
+
 
 class KimiLengthTask(ShapedTask):
     """Kimi 1.5's length reward (open-r1 ``len_reward``), computed over each group (rollouts of one
@@ -148,6 +168,9 @@ class KimiLengthTask(ShapedTask):
     description = ("Kimi 1.5 length reward over the group (needs group_id): 0.5 - (len - min)/(max - min) "
                    "if correct, else min(0, that)")
     groupwise = True
+
+    canary_exemption = ("groupwise: its reward exists only relative to the group (a canary alone scores 0); "
+                        "correctness is its base's, whose canaries run under the base's name")
 
     def __init__(self, base: Task, tokenizer: str = "", correct_threshold: float = 1.0) -> None:
         super().__init__(base)

@@ -10,10 +10,12 @@ Definitions and their sources (open-r1, TRL, DAPO): ``docs/tasks.md``, "Shaping 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reward_service.task_api import InvalidTaskOptions, Task, TaskOutcome
+from reward_service.task_api import Canary, InvalidTaskOptions, Task, TaskOutcome
+from reward_service.tasks.canaries import HUGE_CHARS, generic_canaries, huge_text
 from reward_service.tasks.options import int_option, number_option, strings_option
 from reward_service.tasks.text_length import TextLength
 from reward_service.verifiers.shaping import R1_TAGS, repetition_penalty, soft_overlong, tag_count, words
@@ -39,6 +41,14 @@ class RepetitionPenaltyTask(Task):
         units: Sequence[Any] = self._length.token_ids(completion) if self._length.has_tokenizer else words(completion)
         return TaskOutcome(repetition_penalty(units, self._ngram_size, self._max_penalty))
 
+    def canaries(self) -> list[Canary]:
+        """A penalty (at most 0) rewards nothing; passing means a degenerate, repetitive completion takes
+        at least 90% of the full penalty (and blank ones no reward)."""
+        floor = 0.9 * self._max_penalty
+        *blank, huge = generic_canaries({})
+        return [*blank, dataclasses.replace(huge, ceiling=floor),
+                Canary("one phrase repeated", "The answer is 72. " * 50, {}, ceiling=floor)]
+
 
 class TagCountTask(Task):
     """open-r1's ``tag_count_reward``: 0.25 for each of ``<think>\\n``, ``\\n</think>\\n``,
@@ -54,6 +64,10 @@ class TagCountTask(Task):
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         return TaskOutcome(tag_count(completion, self._tags))
+
+    def canaries(self) -> list[Canary]:
+        """Tags alone earn this reward by definition (open-r1's): no canary with bare tags."""
+        return [*generic_canaries({}), Canary("every tag repeated", "".join(self._tags) * 1000, {})]
 
 
 class SoftOverlongTask(Task):
@@ -78,3 +92,12 @@ class SoftOverlongTask(Task):
         length = self._length(completion)
         return TaskOutcome(soft_overlong(length, self._max_len, self._cache),
                            detail=f"length {length} {self._length.unit}")
+
+    def canaries(self) -> list[Canary]:
+        """A penalty (at most 0) rewards nothing; passing means the huge completion (the server's whole
+        completion limit) takes the full penalty, when it is at least ``max_completion_len`` long."""
+        *blank, huge = generic_canaries({})
+        if self._length(huge_text()) < self._max_len:
+            return blank  # max_completion_len lies beyond what a rollout may carry: nothing huge to punish
+        return [*blank, dataclasses.replace(huge, name=f"huge answer ({HUGE_CHARS:,} chars): the full penalty",
+                                            ceiling=-1.0)]

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reward_core.contract import RolloutStatus, StepScore
-from reward_service.task_api import InvalidTaskOptions, Task, TaskOutcome
+from reward_service.task_api import Canary, InvalidTaskOptions, Task, TaskOutcome
 from reward_service.tasks.gsm8k_task import Gsm8kTask
 from reward_service.tasks.math_task import MathTask
 from reward_service.verifiers.process import check_step, split_steps
@@ -61,6 +61,10 @@ class StepsTask(Task):
 
     def check_reference(self, reference: Mapping[str, Any]) -> None:
         self._outcome.check_reference(reference)
+
+    def canaries(self) -> list[Canary]:
+        """The outcome task's canaries: they state no arithmetic, so the process part adds nothing."""
+        return list(self._outcome.canaries())
 
     def steps(self, completion: str) -> tuple[StepScore, ...]:
         """The step scores of ``completion`` (pure: no reference needed)."""

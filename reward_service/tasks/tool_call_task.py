@@ -18,13 +18,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reward_core.contract import RolloutStatus
-from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskInput, TaskOutcome
+from reward_service.task_api import Canary, InvalidReference, InvalidTaskOptions, Task, TaskInput, TaskOutcome
+from reward_service.tasks.canaries import generic_canaries
 from reward_service.verifiers.structured import BadCalls, ToolCall, expected_calls, match_calls, parse_calls
 from reward_service.verifiers.structured.tool_calls import calls_from_value
 
 #: The rollout metadata key the HTTP door fills with a Responses API output's function calls.
 FUNCTION_CALLS_METADATA = "function_calls"
 EXPECTED_FIELDS = ("tool_calls", "expected_answers", "answer")
+#: The canaries' row: one expected call, the tool as a prompt declares it, and other cities to hedge with.
+WEATHER_CALL = {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}
+WEATHER_TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Weather forecast for a city",
+                                                  "parameters": {"type": "object", "properties": {
+                                                      "city": {"type": "string"}, "days": {"type": "integer"}},
+                                                      "required": ["city", "days"]}}}
+PROMPT = f"Tools: {json.dumps([WEATHER_TOOL])}\nWhat will the weather be in Paris over the next 3 days?"
 
 
 class ToolCallTask(Task):
@@ -84,6 +92,20 @@ class ToolCallTask(Task):
                   + (f" ({match.malformed} malformed)" if match.malformed else ""))
         extracted = json.dumps([c.as_json() for c in predicted], ensure_ascii=False)[:300]
         return TaskOutcome(reward, components=components, extracted=extracted, detail=detail)
+
+    def canaries(self) -> list[Canary]:
+        """Extra calls cost: with ``reward: fraction`` a hedge of k calls holding the right one earns 1/k."""
+        row = {"tool_calls": [WEATHER_CALL]}
+        cities = ["Rome", "Paris", "Berlin", "Madrid"]
+        hedge = "\n".join(f'<tool_call>{{"name": "get_weather", "arguments": {{"city": "{c}", "days": 3}}}}</tool_call>'
+                          for c in cities)
+        share = 1 / len(cities) if self._reward == "fraction" else 0.0
+        every_argument = '<tool_call>{"name": "get_weather", "arguments": {"city": ["Rome", "Paris"], "days": 3}}' \
+                         "</tool_call>"
+        return [*generic_canaries(row, prompt=PROMPT), Canary("the prompt echoed", PROMPT, row, PROMPT),
+                Canary("the tool's declaration echoed", json.dumps(WEATHER_TOOL), row, PROMPT),
+                Canary("hedge: a call per candidate city", hedge, row, PROMPT, share),
+                Canary("hedge: every candidate in one argument", every_argument, row, PROMPT)]
 
     def self_check(self) -> list[str]:
         gold = [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}},

@@ -36,6 +36,26 @@ def test_field_names_as_in_the_proto_are_accepted(door):
     assert reply.status_code == 200 and reply.json()["results"][0]["score"] == 1.0
 
 
+def test_a_bare_gold_reference_is_read_as_the_python_client_reads_it(door, client):
+    rollouts = [{"id": "s", "task": "gsm8k", "completion": "#### 4", "reference": "4"},
+                {"id": "n", "task": "gsm8k", "completion": "#### 4", "reference": 4},
+                {"id": "w", "task": "gsm8k", "completion": "#### 5", "reference": 4.0},
+                {"id": "o", "task": "gsm8k", "completion": "#### 4", "reference": {"answer": "4"}}]
+    reply = httpx.post(f"{door}/v1/score", json={"rollouts": rollouts}, timeout=60)
+    assert reply.status_code == 200, reply.text
+    over_http = [(r["id"], r["score"], r["status"]) for r in reply.json()["results"]]
+    assert over_http == [("s", 1.0, "ROLLOUT_STATUS_OK"), ("n", 1.0, "ROLLOUT_STATUS_OK"),
+                         ("w", 0.0, "ROLLOUT_STATUS_OK"), ("o", 1.0, "ROLLOUT_STATUS_OK")]
+    assert [(r.id, r.score) for r in client.score(rollouts)] == [(i, s) for i, s, _ in over_http]
+
+
+def test_a_reference_of_another_shape_is_a_bad_request(door):
+    for bad in ([4], True):
+        reply = httpx.post(f"{door}/v1/score", json={"rollouts": [
+            {"id": "a", "task": "gsm8k", "completion": "#### 4", "reference": bad}]})
+        assert reply.status_code == 400 and "reference" in reply.json()["message"], reply.text
+
+
 def test_errors_are_transcoded(door):
     dup = httpx.post(f"{door}/v1/score",
                      json={"rollouts": [{"id": "a", "task": "gsm8k"}, {"id": "a", "task": "gsm8k"}]})

@@ -47,7 +47,7 @@ def test_failing_tasks_are_logged_at_start_up(caplog: pytest.LogCaptureFixture) 
     registry.register_class(_AlwaysRight)
     registry.register_class(_RaisingCheck)
     with caplog.at_level(logging.ERROR, logger="reward_service.router.registry"):
-        failures = log_self_check(registry)
+        failures = log_self_check(registry, canaries=False).failures
     assert sorted(failures) == ["always_right", "raising_check"]
     assert "KeyError" in failures["raising_check"][0]
     assert sum("failed its self-check" in r.getMessage() for r in caplog.records) == 2

@@ -97,20 +97,35 @@ def test_no_answer_tag_is_no_answer_scored_zero(legs, leg_entry):
     assert outcome.status.scored
 
 
-def test_partial_credit_is_reasoning_gyms_own_score(legs, leg_entry):
+def spelled_partly(entry: dict) -> str:
+    """A spell_backward answer right but for its last letter: that dataset's own partial credit."""
+    return entry["answer"][:-1] + ("z" if entry["answer"][-1] != "z" else "y")
+
+
+def test_partial_credit_is_reasoning_gyms_own_score():
     import reasoning_gym
 
-    partial = leg_entry["answer"] + "0"  # the gold inside a longer answer: len(gold)/len(answer)
-    theirs = reasoning_gym.get_score_answer_fn("leg_counting")(partial, leg_entry)
+    entry = entry_of("spell_backward")
+    theirs = reasoning_gym.get_score_answer_fn("spell_backward")(spelled_partly(entry), entry)
     assert 0 < theirs < 1
-    assert one(legs, answer(partial), {"entry": leg_entry}).score == theirs
+    assert one(ReasoningGymTask("spell_backward"), answer(spelled_partly(entry)), {"entry": entry}).score == theirs
 
 
-def test_partial_credit_off_scores_only_a_full_score(leg_entry):
-    binary = ReasoningGymTask("leg_counting", partial_credit=False)
-    outcome = one(binary, answer(leg_entry["answer"] + "0"), {"entry": leg_entry})
-    assert outcome.score == 0.0 and "score_answer 0.75" in outcome.detail
-    assert one(binary, answer(leg_entry["answer"]), {"entry": leg_entry}).score == 1.0
+def test_containing_the_gold_earns_nothing(legs, leg_entry):
+    import reasoning_gym
+
+    longer = leg_entry["answer"] + "0"  # the default scorer pays len(gold)/len(answer): "80" for the gold 8
+    assert 0 < reasoning_gym.get_score_answer_fn("leg_counting")(longer, leg_entry) < 1
+    outcome = one(legs, answer(longer), {"entry": leg_entry})
+    assert (outcome.status, outcome.score) == (RolloutStatus.OK, 0.0) and "not paid" in outcome.detail
+
+
+def test_partial_credit_off_scores_only_a_full_score():
+    entry = entry_of("spell_backward")
+    binary = ReasoningGymTask("spell_backward", partial_credit=False)
+    outcome = one(binary, answer(spelled_partly(entry)), {"entry": entry})
+    assert outcome.score == 0.0 and "score_answer 0." in outcome.detail
+    assert one(binary, answer(entry["answer"]), {"entry": entry}).score == 1.0
 
 
 def test_a_raising_score_answer_is_error_unscored_with_the_reason():
@@ -282,14 +297,15 @@ def test_an_unknown_member_is_an_unknown_task_with_a_short_message():
     assert len(str(info.value)) < 600
 
 
-def test_a_configured_variant_of_a_member_gets_its_options(leg_entry):
+def test_a_configured_variant_of_a_member_gets_its_options():
     config = RewardsConfig.from_dict({"tasks": {
-        "legs_binary": {"task": "rg:leg_counting", "options": {"partial_credit": False}},
+        "spell_binary": {"task": "rg:spell_backward", "options": {"partial_credit": False}},
         "rg:gcd": {"options": {"answer_tag": "final"}}}})
     registry = build_registry(config)
-    partial = answer(leg_entry["answer"] + "0")
-    assert registry.get("legs_binary").score(partial, {"entry": leg_entry}).score == 0.0
-    assert registry.get("rg:leg_counting").score(partial, {"entry": leg_entry}).score == 0.75
+    entry = entry_of("spell_backward")
+    partial = answer(spelled_partly(entry))
+    assert registry.get("spell_binary").score(partial, {"entry": entry}).score == 0.0
+    assert 0 < registry.get("rg:spell_backward").score(partial, {"entry": entry}).score < 1
     assert registry.get("rg:gcd").score("<final>3</final>", {"answer": "3"}).score == 1.0
 
 

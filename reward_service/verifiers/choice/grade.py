@@ -2,7 +2,10 @@
 ``template_metadata.output_regex``), then the grading mode (one of NeMo Gym's, or ``auto``).
 
 A hedge never scores 1: besides what each mode rejects, a template-regex letter followed on its
-line by another option letter in a list ("ANSWER IS A or B") is a hedge (NeMo Gym would take A).
+line by another option letter in a list ("ANSWER IS A or B") is a hedge (NeMo Gym would take A),
+and so, in every mode, is a final answer that names several options (``hedges.listed_letters``:
+listed boxes or answer lines, the options echoed back, "C (or maybe A)"), where NeMo Gym would
+take the last.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 
 from reward_service.verifiers.choice.auto_read import hedge_letters, read_choice
 from reward_service.verifiers.choice.gym_modes import GYM_MODES, grade_mode, template_regex
+from reward_service.verifiers.choice.hedges import listed_letters
 from reward_service.verifiers.choice.options import Choices
 
 GRADING_MODES = ("auto", *GYM_MODES)
@@ -50,6 +54,9 @@ def grade_choice(completion: str, gold: str, choices: Choices, mode: str = "auto
     if mode not in GRADING_MODES:
         raise ValueError(f"unknown grading mode {mode!r}; use one of {GRADING_MODES}")
     text = completion.strip()
+    listed = listed_letters(completion, choices)
+    if listed:
+        return ChoiceGrade(None, False, "listed", listed)
     if template_patterns and text:
         letter = template_regex(text, template_patterns, choices)
         if letter is not None:

@@ -59,6 +59,44 @@ def last_marker_payload(text: str) -> tuple[str, int] | None:
     return payload.strip(), start
 
 
+#: What may stand between boxes that list answers ("\\boxed{A} or \\boxed{C}", "$\\boxed{1}$, $\\boxed{2}$").
+BOX_GAP = re.compile(r"(?:\s|[$,;/|&]|\\[()\[\]]|\*\*|\b(?:or|and)\b)*", re.I)
+MAX_RUN = 16
+
+
+def box_run(text: str) -> list[str]:
+    """The contents of the last box and of the boxes listed right before it (nothing but blanks or
+    connectors between), in text order: several answers given as one."""
+    run: list[str] = []
+    end, previous_start = len(text), -1
+    while len(run) < MAX_RUN:
+        found = last_boxed(text[:end])
+        if found is None:
+            break
+        content, start = found
+        marker = next(m for m in BOXED_MARKERS if text.startswith(m, start))
+        if previous_start >= 0 and not BOX_GAP.fullmatch(text, start + len(marker) + len(content) + 1, previous_start):
+            break
+        run.insert(0, content)
+        previous_start = end = start
+    return run
+
+
+def marker_run(text: str) -> list[str]:
+    """The payloads of the last answer-marker line and of the marker lines right before it, in text order
+    ("Answer: Paris" on one line, "Answer: Rome" on the next: several answers given as one)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    run: list[str] = []
+    for line in reversed(lines[-MAX_RUN:]):
+        found = last_marker_payload(line)
+        if found is None:
+            if run:
+                break
+            continue
+        run.insert(0, _trim_final(found[0]))
+    return run
+
+
 def last_line(text: str) -> str | None:
     for line in reversed(text.splitlines()):
         if line.strip():
