@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 
 import pytest
@@ -103,11 +104,11 @@ def test_generic_canaries_fit_the_servers_completion_limit_and_hedges_put_the_go
 
 @pytest.mark.parametrize("name", REGISTRY.checked_names())
 def test_every_builtin_task_passes_its_canaries(name: str) -> None:
-    report = run_canaries(name, REGISTRY.get(name))
+    # No time budget here: this checks verdicts, and a slow machine must not skip canaries.
+    report = run_canaries(name, REGISTRY.get(name), budget_s=math.inf)
     if report.skipped:
         assert report.skipped != "declares no canaries", f"{name}: a built-in task declares canaries or says why not"
         return
-    assert not report.over_budget, f"{name}: canaries over budget: {report.over_budget}"
     assert report.passed, "\n".join(r.describe() for r in report.failures)
 
 
@@ -115,7 +116,7 @@ def test_every_builtin_task_passes_its_canaries(name: str) -> None:
 def test_every_rg_dataset_passes_its_canaries_without_partial_credit(dataset: str) -> None:
     # With partial credit (the default) a dataset's own score_answer pays what it pays: docs/tasks.md lists
     # the datasets whose partial credit reaches a hedge or an echo.
-    report = run_canaries(f"rg:{dataset}", ReasoningGymTask(dataset, partial_credit=False))
+    report = run_canaries(f"rg:{dataset}", ReasoningGymTask(dataset, partial_credit=False), budget_s=math.inf)
     if report.failures and dataset in BROKEN_SCORERS:
         pytest.xfail(BROKEN_SCORERS[dataset])
     assert report.results and report.passed, "\n".join(r.describe() for r in report.failures)
