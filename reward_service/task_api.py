@@ -136,7 +136,7 @@ class Task(abc.ABC):
     The rollout's caller metadata (``map<string, string>`` in the contract) reaches a
     task through ``score_batch``: each :class:`TaskInput` carries it as ``metadata``.
     ``score`` keeps its three-argument signature; a task that reads metadata overrides
-    ``score_batch``. Identical items with different metadata are scored separately.
+    ``score_item`` (or ``score_batch``). Identical items with different metadata are scored separately.
 
     ``check_reference`` runs in the server for every rollout: it raises InvalidReference
     for an unusable reference (answered INVALID_REFERENCE); any other exception is a bug
@@ -194,10 +194,15 @@ class Task(abc.ABC):
         outcomes = []
         for item in items:
             try:
-                outcomes.append(self.score(item.completion, item.reference, item.prompt))
+                outcomes.append(self.score_item(item))
             except InvalidReference as exc:
                 outcomes.append(TaskOutcome(0.0, RolloutStatus.INVALID_REFERENCE, detail=str(exc)))
         return outcomes
+
+    def score_item(self, item: TaskInput) -> TaskOutcome:
+        """Scores one item of ``score_batch`` (default: ``score``). A task that reads the rollout's
+        ``metadata`` overrides this rather than the batch loop."""
+        return self.score(item.completion, item.reference, item.prompt)
 
     def score_group(self, items: Sequence[TaskInput], outcomes: Sequence[TaskOutcome]) -> list[TaskOutcome]:
         """The group stage of a ``groupwise`` task: one group's members and their ``score_batch``

@@ -14,10 +14,9 @@ sends for the response's ``function_call`` items), from there.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from reward_core.contract import RolloutStatus
 from reward_service.task_api import Canary, InvalidReference, InvalidTaskOptions, Task, TaskInput, TaskOutcome
 from reward_service.tasks.canaries import generic_canaries
 from reward_service.verifiers.structured import BadCalls, ToolCall, expected_calls, match_calls, parse_calls
@@ -69,14 +68,8 @@ class ToolCallTask(Task):
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         return self._score(completion, reference, {})
 
-    def score_batch(self, items: Sequence[TaskInput]) -> list[TaskOutcome]:
-        outcomes = []
-        for item in items:
-            try:
-                outcomes.append(self._score(item.completion, item.reference, item.metadata))
-            except InvalidReference as exc:
-                outcomes.append(TaskOutcome(0.0, RolloutStatus.INVALID_REFERENCE, detail=str(exc)))
-        return outcomes
+    def score_item(self, item: TaskInput) -> TaskOutcome:
+        return self._score(item.completion, item.reference, item.metadata)
 
     def _score(self, completion: str, reference: Mapping[str, Any], metadata: Mapping[str, str]) -> TaskOutcome:
         expected = self._expected(reference)

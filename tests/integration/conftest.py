@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+from concurrent import futures
+
 import grpc
 import pytest
 
@@ -54,3 +58,16 @@ def stub(reward_server):
     channel = grpc.insecure_channel(reward_server.address)
     yield reward_pb2_grpc.RewardServiceStub(channel)
     channel.close()
+
+
+@contextlib.contextmanager
+def fake_grpc_server(add_servicer: Callable, servicer) -> Iterator[str]:
+    """A plain grpc server on loopback for a hand-written (misbehaving) servicer; yields its address."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    add_servicer(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(0)

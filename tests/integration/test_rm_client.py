@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from concurrent import futures
 
 import grpc
 import pytest
@@ -21,6 +20,7 @@ from reward_core.prm_inputs import load_prm, step_scores  # noqa: E402
 from reward_core.rm_contract import RewardModelReplyError  # noqa: E402
 from reward_service.rm.config import RewardModelServerConfig  # noqa: E402
 from reward_service.rm.rm_server import create_rm_server  # noqa: E402
+from tests.integration.conftest import fake_grpc_server  # noqa: E402
 from tests.rm_fixtures import make_tiny_checkpoint, make_tiny_prm_checkpoint  # noqa: E402
 
 TOL = 1e-4  # the same pair batched differently differs by float32 rounding only
@@ -131,13 +131,6 @@ class _ReversedRm(reward_model_pb2_grpc.RewardModelServiceServicer):
 
 
 def test_an_answer_out_of_order_raises_instead_of_misattributing_scores():
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    reward_model_pb2_grpc.add_RewardModelServiceServicer_to_server(_ReversedRm(), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        with RewardModelClient(f"127.0.0.1:{port}", timeout_s=10) as rm, \
-                pytest.raises(RewardModelReplyError, match="out of order"):
-            rm.score(PAIRS)
-    finally:
-        server.stop(0)
+    with fake_grpc_server(reward_model_pb2_grpc.add_RewardModelServiceServicer_to_server, _ReversedRm()) as address, \
+            RewardModelClient(address, timeout_s=10) as rm, pytest.raises(RewardModelReplyError, match="out of order"):
+        rm.score(PAIRS)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from concurrent import futures
 
 import grpc
 import pytest
@@ -17,6 +16,7 @@ from reward_core.channel_config import ChannelConfig
 from reward_core.clients import AsyncSandboxClient, SandboxClient, SandboxReplyError
 from reward_core.config_flags import dataclass_from_values
 from sandbox.server import SandboxServerConfig, create_server
+from tests.integration.conftest import fake_grpc_server
 
 CHECK = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
 FAST = ex.Limits(wall_s=5, cpu_s=5)
@@ -110,13 +110,7 @@ class _DroppingSandbox(sandbox_pb2_grpc.SandboxServiceServicer):
 
 
 def test_an_answer_missing_a_result_raises_instead_of_passing_the_wrong_program():
-    fake = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    sandbox_pb2_grpc.add_SandboxServiceServicer_to_server(_DroppingSandbox(), fake)
-    port = fake.add_insecure_port("127.0.0.1:0")
-    fake.start()
-    try:
-        with SandboxClient(f"127.0.0.1:{port}", timeout_s=10) as sandbox, \
-                pytest.raises(SandboxReplyError, match="missing or out of order"):
-            sandbox.execute_batch([add("a + b", "a"), add("a + b", "b")])
-    finally:
-        fake.stop(0)
+    with fake_grpc_server(sandbox_pb2_grpc.add_SandboxServiceServicer_to_server, _DroppingSandbox()) as address, \
+            SandboxClient(address, timeout_s=10) as sandbox, \
+            pytest.raises(SandboxReplyError, match="missing or out of order"):
+        sandbox.execute_batch([add("a + b", "a"), add("a + b", "b")])
