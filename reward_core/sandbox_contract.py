@@ -44,6 +44,21 @@ class InvalidExecutionRequest(ValueError):
     """The request itself is unusable (unknown language, no tests, bad limits): fix the caller."""
 
 
+class UnsupportedLanguage(InvalidExecutionRequest):
+    """The language is known but its toolchain is not installed where programs run (UNSUPPORTED_LANGUAGE).
+
+    Its message starts with ``UNSUPPORTED_LANGUAGE:`` and says what to install. Never a score:
+    front ends answer it as an error (gRPC INVALID_ARGUMENT with that message, SandboxFusion's
+    ``SandboxError``, an unscored status in the ``code`` task).
+    """
+
+    KIND = "UNSUPPORTED_LANGUAGE"
+
+    def __init__(self, language: str, hint: str) -> None:
+        self.language, self.hint = language, hint
+        super().__init__(f"{self.KIND}: language {language!r} cannot run on this sandbox: {hint}")
+
+
 class SandboxUnavailable(RuntimeError):
     """The backend cannot run on this host at all (no bwrap, no namespaces, no Docker engine).
 

@@ -51,7 +51,7 @@ from reward_core.sandbox_contract import (
     InvalidExecutionRequest,
     SandboxUnavailable,
 )
-from sandbox.languages import Language
+from sandbox.languages import Language, load_languages
 from sandbox.slot_cgroups import IN_SANDBOX as CGROUP_IN_SANDBOX
 from sandbox.slot_cgroups import SlotCgroups
 from sandbox.slot_pool import SlotPool
@@ -150,7 +150,8 @@ def _filesystem(config: ProcessSandboxConfig, prefix: str, runtime_fds: Sequence
             cmd += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             cmd += ["--ro-bind", d, d]
-    for f in ETC_FILES:
+    cmd += ["--perms", "0755", "--dir", "/etc"]       # else bwrap makes it 0700: the slot uid could not
+    for f in ETC_FILES:                               # follow /etc/alternatives (javac, cc, libblas)
         cmd += ["--ro-bind-try", f, f]
     if prefix:
         cmd += ["--ro-bind", prefix, PYTHON_IN_SANDBOX]
@@ -280,7 +281,11 @@ class ProcessExecutor:
         if not 0 < concurrency <= SUPERVISOR_UID_OFFSET:
             raise ValueError(f"concurrency must be between 1 and {SUPERVISOR_UID_OFFSET}, got {concurrency}")
         base_uid = self.config.base_uid or _random_uid_block(concurrency)
-        self.config = ProcessSandboxConfig(**{**self.config.__dict__, "bwrap": bwrap, "base_uid": base_uid})
+        # Toolchain files outside /usr (a JDK's /etc/java-17-openjdk, /etc/R, /etc/mono), read-only.
+        table = load_languages() if languages is None else languages
+        lang_paths = tuple(sorted({p for lang in table.values() for p in lang.paths if os.path.exists(p)}))
+        self.config = ProcessSandboxConfig(**{**self.config.__dict__, "bwrap": bwrap, "base_uid": base_uid,
+                                              "extra_ro_binds": (*self.config.extra_ro_binds, *lang_paths)})
         self.as_root = os.geteuid() == 0
         if not self.as_root:
             _note_once("nonroot", "process sandbox without root: user namespace, no per-slot uid, no cgroups; "
@@ -289,7 +294,8 @@ class ProcessExecutor:
                                    supervisor_memory_mb=self.config.supervisor_memory_mb,
                                    max_memory_mb=self.config.max_memory_mb, max_processes=self.config.max_processes)
         try:
-            self.pool = SlotPool(concurrency, self._start_slot, backend=self.name, languages=languages,
+            self.languages = table
+            self.pool = SlotPool(concurrency, self._start_slot, backend=self.name, languages=table,
                                  start_timeout_s=self.config.start_timeout_s)
         except BaseException:
             self.cgroups.remove()

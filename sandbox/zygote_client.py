@@ -247,13 +247,18 @@ def build_wire(request: ExecutionRequest, language: Language) -> WireRequest:
     lim = request.limits
     limits = {name: getattr(lim, name) for name in ("wall_s", "cpu_s", "memory_mb", "max_processes", "file_size_mb",
                                                     "scratch_mb", "open_files", "output_bytes", "compile_wall_s")}
+    # A runtime's own floor (a JVM's threads and heap): limits that only fit Python would kill it.
+    limits["memory_mb"] = max(int(limits["memory_mb"]), language.min_memory_mb)
+    limits["max_processes"] = max(int(limits["max_processes"]), language.min_processes)
+    source_file, compile_argv, run_argv = language.for_code(request.code)
     cases = [_encode_case(c, style) for c in request.cases] if style is not TestStyle.HUMANEVAL else []
     n_cases = count_cases(request.check_code) if style is TestStyle.HUMANEVAL else len(cases)
     public = {"op": "execute", "id": request.id, "style": style.value, "code": request.code,
               "entry_point": request.entry_point, "cases": cases, "n_cases": n_cases, "limits": limits,
-              "language": {"name": language.name, "source_file": language.source_file,
-                           "compile": list(language.compile), "run": list(language.run),
-                           "fast_path": language.fast_path_python},
+              "language": {"name": language.name, "source_file": source_file,
+                           "compile": list(compile_argv), "run": list(run_argv),
+                           "fast_path": language.fast_path_python, "env": dict(language.env),
+                           "address_space_mb": language.address_space_mb},
               "has_secret": style is TestStyle.HUMANEVAL}
     secret = {"op": "secret", "check_code": request.check_code, "prompt": request.prompt} \
         if style is TestStyle.HUMANEVAL else None

@@ -272,7 +272,8 @@ class Supervisor:
         self._set_limits(memory_mb, limits)
         lim = {**limits, "memory_mb": memory_mb, "cpu_s": max(float(limits["cpu_s"]), float(limits["compile_wall_s"]))}
         cfg = b_config(self.slot, lim, memory_mb=memory_mb, argv=list(lang["compile"]), write_source=True,
-                       source_file=lang["source_file"])
+                       source_file=lang["source_file"], env=lang.get("env") or {},
+                       address_space_mb=int(lang.get("address_space_mb") or 0))
         deadline = time.monotonic() + float(limits["compile_wall_s"])
         child = self._spawn(forks, "command", cfg, limits, stdin_data=None, channel=True)
         try:
@@ -294,7 +295,8 @@ class Supervisor:
             role, cfg = "python_main", b_config(self.slot, limits, source_file=lang["source_file"])
         else:
             cfg = b_config(self.slot, limits, argv=list(lang["run"]), write_source=needs_code,
-                           source_file=lang["source_file"])
+                           source_file=lang["source_file"], env=lang.get("env") or {},
+                           address_space_mb=int(lang.get("address_space_mb") or 0))
             role = "command"
         deadline = time.monotonic() + float(limits["wall_s"])
         for case in cases_in:

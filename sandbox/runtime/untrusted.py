@@ -114,6 +114,8 @@ def rlimits(cfg: dict) -> list[tuple[int, tuple[int, int]]]:
     lim = cfg["limits"]
     cpu = max(1, int(-(-float(lim["cpu_s"]) // 1)))     # ceil: SIGXCPU at the limit, SIGKILL a second later
     memory_mb = address_space_mb(int(cfg.get("memory_mb") or lim["memory_mb"]), bool(cfg.get("memory_cgroup")))
+    if cfg.get("memory_cgroup") and cfg.get("address_space_mb"):
+        memory_mb = max(memory_mb, int(cfg["address_space_mb"]))   # a runtime that reserves GBs (a JVM)
     out = [(resource.RLIMIT_CPU, (cpu, cpu if cfg["pid1"] else cpu + 1)),   # PID 1 would ignore SIGXCPU
            (resource.RLIMIT_FSIZE, (int(lim["file_size_mb"]) * _MB,) * 2),
            (resource.RLIMIT_NOFILE, (int(lim["open_files"]),) * 2),
@@ -324,7 +326,10 @@ def run_command(cfg: dict) -> NoReturn:
                 f.write(source)
         for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)          # Python ignores these; exec'd programs must not
-        os.execvpe(argv[0], argv, dict(os.environ))
+        env = dict(os.environ)
+        for key, value in (cfg.get("env") or {}).items():   # the language's (never the program's)
+            env[str(key)] = str(value).replace("/tmp/", env.get("TMPDIR", "/tmp").rstrip("/") + "/")
+        os.execvpe(argv[0], argv, env)
     except OSError as exc:
         os.write(2, f"cannot run {argv[0]!r}: {exc}\n".encode())
     os._exit(127)
