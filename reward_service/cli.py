@@ -33,7 +33,7 @@ from reward_core.config_flags import add_dataclass_flags, dataclass_values
 from reward_core.contract import Rollout
 from reward_core.log_context import LOG_FORMATS, configure_logging
 from reward_core.server_security import add_server_security_flags, server_security_from_args
-from reward_service.jsonl_io import JsonlError, read_rollouts, write_results
+from reward_service.jsonl_io import JsonlError, atomic_text_file, read_rollouts, write_results
 from reward_service.rm.config import RewardModelServerConfig
 from reward_service.router.config import ServerConfig
 from reward_service.router.rewards_config import RewardsConfig, RewardsConfigError
@@ -116,7 +116,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             yield r
 
     with tqdm(total=len(rollouts), unit="rollout", desc="scoring", disable=args.quiet) as bar, \
-            open(args.out_path, "w", encoding="utf-8") as out:
+            atomic_text_file(args.out_path) as out:
         source = _score_remote if args.endpoint else _score_in_process
         written = write_results(out, tally(source(rollouts, args, bar)))
     scored = counts["OK"] + counts["NO_ANSWER"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -43,3 +46,25 @@ def write_results(out: TextIO, results: Iterable[RolloutResult]) -> int:
         n += 1
     out.flush()
     return n
+
+
+@contextlib.contextmanager
+def atomic_text_file(path: str | Path) -> Iterator[TextIO]:
+    """A text file that appears at ``path`` complete, or not at all.
+
+    Written to a temporary file beside ``path`` and renamed over it when the block ends without
+    an exception; on an exception (an unreachable endpoint, Ctrl-C) the temporary file is removed
+    and whatever ``path`` held before is left as it was.
+    """
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent or Path("."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

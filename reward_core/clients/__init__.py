@@ -9,10 +9,12 @@
 
 Each opens one channel with the core's factory (:class:`~reward_core.channel_config.ChannelConfig`:
 retries of UNAVAILABLE by gRPC's own retry policy, keepalive, message sizes, TLS and token) and
-speaks the core's dataclasses; only these modules touch the generated stubs.
+speaks the core's dataclasses; only these modules touch the generated stubs. An endpoint where
+nothing answers is :class:`~reward_core.clients.errors.EndpointUnreachable` within seconds.
 """
 
 from reward_core.clients.batching import GroupResult
+from reward_core.clients.errors import ClientError, EndpointUnreachable
 from reward_core.clients.reward import AsyncRewardClient, RewardClient
 from reward_core.clients.reward_model import AsyncRewardModelClient, RewardModelClient
 from reward_core.clients.sandbox import AsyncSandboxClient, SandboxClient, SandboxReplyError
@@ -21,6 +23,8 @@ __all__ = [
     "AsyncRewardClient",
     "AsyncRewardModelClient",
     "AsyncSandboxClient",
+    "ClientError",
+    "EndpointUnreachable",
     "GroupResult",
     "RewardClient",
     "RewardModelClient",

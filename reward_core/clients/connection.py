@@ -7,7 +7,11 @@ Each client owns one channel, opened by the core's factory (:class:`ChannelConfi
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import socket
+import threading
+import time
 from typing import Self
 
 import grpc
@@ -15,10 +19,15 @@ import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from reward_core.channel_config import ChannelConfig
+from reward_core.clients.errors import EndpointUnreachable
 from reward_core.grpc_common import CLIENT_ID_METADATA_KEY
 
 #: The deadline of a health check, in seconds.
 HEALTH_TIMEOUT_S = 5.0
+#: How long a client waits for its first connection before it says the endpoint is unreachable.
+CONNECT_TIMEOUT_S = 10.0
+#: The TCP probe that explains an unreachable endpoint.
+PROBE_TIMEOUT_S = 2.0
 
 Metadata = tuple[tuple[str, str], ...]
 
@@ -40,6 +49,113 @@ def check_timeout(timeout_s: float) -> float:
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < float("inf"):
         raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
     return float(timeout_s)
+
+
+def _host_port(target: str) -> tuple[str, int] | None:
+    """(host, port) of a plain ``host:port`` / ``[v6]:port`` / ``dns:///host:port`` target, else None."""
+    target = target.split(",")[0].strip()
+    for prefix in ("dns:///", "ipv4:", "ipv6:"):
+        if target.startswith(prefix):
+            target = target[len(prefix):]
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or "/" in host:
+        return None
+    return host.strip("[]") or "localhost", int(port)
+
+
+class Diagnosis(str):
+    """Why nothing answers; ``final`` when retrying cannot help (refused, unresolvable)."""
+
+    final: bool = False
+
+
+def _diagnosis(text: str, final: bool) -> Diagnosis:
+    out = Diagnosis(text)
+    out.final = final
+    return out
+
+
+def diagnose(target: str, timeout_s: float = PROBE_TIMEOUT_S) -> Diagnosis:
+    """Why nothing answers at ``target``, from a plain TCP connect (best effort; no gRPC)."""
+    address = _host_port(target)
+    if address is None:
+        return _diagnosis(f"no gRPC server answered within the connect timeout (target {target!r})", False)
+    host, port = address
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except socket.gaierror as exc:
+        return _diagnosis(f"the host name {host!r} does not resolve ({exc.strerror or exc}): check the address", True)
+    except ConnectionRefusedError:
+        return _diagnosis(f"connection refused: nothing listens on port {port} of {host} "
+                          "(is the server running, on that host and port?)", True)
+    except TimeoutError:
+        return _diagnosis(f"no answer from {host}:{port} within {timeout_s:g} s "
+                          "(a firewall dropping packets, or a wrong address)", False)
+    except OSError as exc:
+        return _diagnosis(f"cannot open a TCP connection to {host}:{port}: {exc.strerror or exc}", True)
+    return _diagnosis(f"{host}:{port} accepts TCP connections but no gRPC server answered "
+                      "(not this service's port, or a TLS/plaintext mismatch: check --tls-ca / the server's TLS)",
+                      False)
+
+
+def wait_connected(channel: grpc.Channel, target: str, timeout_s: float, service: str = "server") -> None:
+    """Returns once ``channel`` is connected; raises EndpointUnreachable (saying why) when it cannot be:
+    at once when a failed attempt is explained for good (connection refused, a name that does not
+    resolve), else after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    changed = threading.Condition()
+    state: list[grpc.ChannelConnectivity] = []
+
+    def on_change(new: grpc.ChannelConnectivity) -> None:
+        with changed:
+            state.append(new)
+            changed.notify_all()
+
+    channel.subscribe(on_change, try_to_connect=True)
+    try:
+        with changed:
+            while True:
+                if state and state[-1] is grpc.ChannelConnectivity.READY:
+                    return
+                if state and state[-1] is grpc.ChannelConnectivity.TRANSIENT_FAILURE:
+                    state.clear()
+                    changed.release()
+                    try:
+                        reason = diagnose(target)
+                    finally:
+                        changed.acquire()
+                    if reason.final:
+                        raise EndpointUnreachable(target, reason, service)
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                changed.wait(left)
+    finally:
+        channel.unsubscribe(on_change)
+    raise EndpointUnreachable(target, diagnose(target), service)
+
+
+async def aio_wait_connected(channel: grpc.aio.Channel, target: str, timeout_s: float,
+                             service: str = "server") -> None:
+    """The asyncio counterpart of :func:`wait_connected`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    state = channel.get_state(try_to_connect=True)
+    while state is not grpc.ChannelConnectivity.READY:
+        if state is grpc.ChannelConnectivity.TRANSIENT_FAILURE:
+            reason = await loop.run_in_executor(None, diagnose, target)
+            if reason.final:
+                raise EndpointUnreachable(target, reason, service)
+        left = deadline - loop.time()
+        if left <= 0:
+            raise EndpointUnreachable(target, await loop.run_in_executor(None, diagnose, target), service)
+        try:
+            await asyncio.wait_for(channel.wait_for_state_change(state), left)
+        except TimeoutError:
+            pass
+        state = channel.get_state(try_to_connect=True)
 
 
 def serving(channel: grpc.Channel, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:

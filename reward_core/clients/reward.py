@@ -18,6 +18,12 @@ TLS and a bearer token: ``ChannelConfig(security=ClientSecurity(auth_token=..., 
 or the ``REWARD_SUITE_AUTH_TOKEN`` / ``REWARD_SUITE_TLS_CA`` environment variables.
 A front end that relays requests as they are (the HTTP door) uses ``score_once``: one Score
 call, no chunking and no resending.
+
+The first call waits at most ``connect_timeout_s`` (default 10 s) for a connection; when nothing
+answers it raises :class:`~reward_core.clients.errors.EndpointUnreachable` saying why (connection
+refused, a name that does not resolve, no answer, not a gRPC port) instead of waiting out the
+call's deadline. ``connect_timeout_s=None`` waits for the server as long as the deadline allows
+(for a server that is still starting).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import asyncio
 import itertools
 import os
 import socket
+import threading
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
 
@@ -73,9 +80,14 @@ def with_retried(batch: ScoreBatchResult, retried: ScoreBatchResult) -> ScoreBat
 
 class _ClientBase:
     def __init__(self, endpoint: str, *, timeout_s: float, chunk_size: int, item_timeout_s: float,
-                 channel: ChannelConfig | None, client_id: str = "") -> None:
+                 channel: ChannelConfig | None, client_id: str = "",
+                 connect_timeout_s: float | None = connection.CONNECT_TIMEOUT_S) -> None:
         if timeout_s <= 0 or chunk_size < 1 or item_timeout_s < 0:
             raise ValueError("need timeout_s > 0, chunk_size >= 1, item_timeout_s >= 0")
+        if connect_timeout_s is not None:
+            connection.check_timeout(connect_timeout_s)
+        self.connect_timeout_s = connect_timeout_s
+        self._connected = connect_timeout_s is None
         self.endpoint = endpoint
         self.timeout_s = timeout_s
         self.chunk_size = chunk_size
@@ -108,13 +120,28 @@ class RewardClient(_ClientBase, connection.BlockingChannelOwner):
     """Blocking client. Thread-safe: one instance can serve many threads."""
 
     def __init__(self, endpoint: str, *, timeout_s: float = 120.0, chunk_size: int = 1024,
-                 item_timeout_s: float = 0.0, channel: ChannelConfig | None = None, client_id: str = "") -> None:
-        super().__init__(endpoint, timeout_s=timeout_s, chunk_size=chunk_size,
-                         item_timeout_s=item_timeout_s, channel=channel, client_id=client_id)
+                 item_timeout_s: float = 0.0, channel: ChannelConfig | None = None, client_id: str = "",
+                 connect_timeout_s: float | None = connection.CONNECT_TIMEOUT_S) -> None:
+        super().__init__(endpoint, timeout_s=timeout_s, chunk_size=chunk_size, item_timeout_s=item_timeout_s,
+                         channel=channel, client_id=client_id, connect_timeout_s=connect_timeout_s)
         self._channel = self.channel_config.channel(endpoint)
         self._stub = reward_pb2_grpc.RewardServiceStub(self._channel)
+        self._connect_lock = threading.Lock()
+
+    def check_connection(self, timeout_s: float | None = None) -> None:
+        """Waits for a connection (at most ``timeout_s``, default ``connect_timeout_s`` or 10 s);
+        raises EndpointUnreachable saying why none came. Calls do this once, before the first."""
+        with self._connect_lock:
+            limit = timeout_s or self.connect_timeout_s or connection.CONNECT_TIMEOUT_S
+            connection.wait_connected(self._channel, self.endpoint, limit, "reward service")
+            self._connected = True
+
+    def _ensure_connected(self) -> None:
+        if not self._connected:
+            self.check_connection()
 
     def _call(self, request: pb.ScoreRequest) -> ScoreBatchResult:
+        self._ensure_connected()
         batch = convert.batch_from_proto(self._stub.Score(request, timeout=self.timeout_s, metadata=self._metadata))
         for attempt in range(1, self.channel_config.max_attempts):
             again = retry_request(request, batch, attempt)
@@ -148,6 +175,7 @@ class RewardClient(_ClientBase, connection.BlockingChannelOwner):
         Results may arrive in a different order than sent; match them by
         ``request_id`` or rollout ids. The whole stream has the ``timeout_s`` deadline.
         """
+        self._ensure_connected()
         responses = self._stub.ScoreStream((self._stream_request(r) for r in requests), timeout=self.timeout_s,
                                            metadata=self._metadata)
         for response in responses:
@@ -161,11 +189,13 @@ class RewardClient(_ClientBase, connection.BlockingChannelOwner):
         For front ends that relay a request; ``item_timeout_s`` None: the client's. Raises
         ``grpc.RpcError`` when the call fails.
         """
+        self._ensure_connected()
         request = self._once_request(rollouts, request_id, item_timeout_s)
         return convert.batch_from_proto(self._stub.Score(request, timeout=self.timeout_s, metadata=self._metadata))
 
     def list_tasks(self) -> list[TaskInfo]:
         """The server's tasks and composite rewards."""
+        self._ensure_connected()
         response = self._stub.ListTasks(pb.ListTasksRequest(), timeout=self.timeout_s, metadata=self._metadata)
         return [convert.task_info_from_proto(t) for t in response.tasks]
 
@@ -175,14 +205,26 @@ class AsyncRewardClient(_ClientBase, connection.AsyncChannelOwner):
 
     def __init__(self, endpoint: str, *, timeout_s: float = 120.0, chunk_size: int = 1024,
                  item_timeout_s: float = 0.0, max_concurrency: int = 8,
-                 channel: ChannelConfig | None = None, client_id: str = "") -> None:
-        super().__init__(endpoint, timeout_s=timeout_s, chunk_size=chunk_size,
-                         item_timeout_s=item_timeout_s, channel=channel, client_id=client_id)
+                 channel: ChannelConfig | None = None, client_id: str = "",
+                 connect_timeout_s: float | None = connection.CONNECT_TIMEOUT_S) -> None:
+        super().__init__(endpoint, timeout_s=timeout_s, chunk_size=chunk_size, item_timeout_s=item_timeout_s,
+                         channel=channel, client_id=client_id, connect_timeout_s=connect_timeout_s)
         self._channel = self.channel_config.aio_channel(endpoint)
         self._stub = reward_pb2_grpc.RewardServiceStub(self._channel)
         self._limit = asyncio.Semaphore(max_concurrency)
 
+    async def check_connection(self, timeout_s: float | None = None) -> None:
+        """Async counterpart of RewardClient.check_connection."""
+        limit = timeout_s or self.connect_timeout_s or connection.CONNECT_TIMEOUT_S
+        await connection.aio_wait_connected(self._channel, self.endpoint, limit, "reward service")
+        self._connected = True
+
+    async def _ensure_connected(self) -> None:
+        if not self._connected:
+            await self.check_connection()
+
     async def _call(self, request: pb.ScoreRequest) -> ScoreBatchResult:
+        await self._ensure_connected()
         async with self._limit:
             batch = convert.batch_from_proto(await self._stub.Score(request, timeout=self.timeout_s,
                                                                     metadata=self._metadata))
@@ -216,6 +258,7 @@ class AsyncRewardClient(_ClientBase, connection.AsyncChannelOwner):
             async for rollouts in requests:
                 yield self._stream_request(rollouts)
 
+        await self._ensure_connected()
         call = self._stub.ScoreStream(outgoing(), timeout=self.timeout_s, metadata=self._metadata)
         async for response in call:
             yield convert.batch_from_proto(response)
@@ -223,10 +266,12 @@ class AsyncRewardClient(_ClientBase, connection.AsyncChannelOwner):
     async def score_once(self, rollouts: Sequence[Rollout], request_id: str = "",
                          item_timeout_s: float | None = None) -> ScoreBatchResult:
         """Async counterpart of RewardClient.score_once (not bounded by ``max_concurrency``)."""
+        await self._ensure_connected()
         request = self._once_request(rollouts, request_id, item_timeout_s)
         return convert.batch_from_proto(await self._stub.Score(request, timeout=self.timeout_s,
                                                                metadata=self._metadata))
 
     async def list_tasks(self) -> list[TaskInfo]:
+        await self._ensure_connected()
         response = await self._stub.ListTasks(pb.ListTasksRequest(), timeout=self.timeout_s, metadata=self._metadata)
         return [convert.task_info_from_proto(t) for t in response.tasks]

@@ -62,7 +62,9 @@ class Upstreams:
         security = config.security if config.security is not None else ClientSecurity.from_env()
         channel = ChannelConfig(security=security, wait_for_ready=False)
         common = dict(timeout_s=config.timeout_s, channel=channel, client_id=config.client_id)
-        self.reward = AsyncRewardClient(config.reward, **common)
+        # The door answers an unreachable upstream per call (503 with Retry-After), so its clients do not
+        # wait for a first connection: wait_for_ready=False fails a call at once.
+        self.reward = AsyncRewardClient(config.reward, connect_timeout_s=None, **common)
         self.sandbox_address = config.sandbox or config.reward
         self.sandbox = AsyncSandboxClient(self.sandbox_address, **common)
         self.rm = AsyncRewardModelClient(config.rm, **common) if config.rm else None

@@ -140,6 +140,11 @@ class OverlappedScorer:
         self._thread.start()
         self._client = self._run(self._make_client(endpoint, timeout_s, item_timeout_s)).result()
         self.wait_s = 0.0  # total time spent blocked in wait()
+        try:  # before step 0: an unreachable endpoint is said within seconds, not after a step's generation
+            self._run(self._client.check_connection()).result()
+        except BaseException:
+            self.close()
+            raise
 
     async def _make_client(self, endpoint: str, timeout_s: float, item_timeout_s: float) -> AsyncRewardClient:
         return AsyncRewardClient(endpoint, timeout_s=timeout_s, item_timeout_s=item_timeout_s)

@@ -1,0 +1,21 @@
+"""The clients' own exceptions: what a caller can act on, named, without a gRPC object to decode.
+
+``EndpointUnreachable`` is raised within seconds when nothing answers at the address (a closed
+port, a name that does not resolve, a host that drops packets, a port that speaks something other
+than gRPC), instead of a call waiting out its whole deadline and ending in a bare
+``DEADLINE_EXCEEDED``. It is a ``ConnectionError``, so ``except OSError`` catches it too.
+"""
+
+from __future__ import annotations
+
+
+class ClientError(Exception):
+    """Base of the clients' own exceptions."""
+
+
+class EndpointUnreachable(ClientError, ConnectionError):
+    """No server answered at ``endpoint`` within the connect timeout; ``reason`` says what was found."""
+
+    def __init__(self, endpoint: str, reason: str, service: str = "server") -> None:
+        self.endpoint, self.reason, self.service = endpoint, reason, service
+        super().__init__(f"cannot connect to the {service} at {endpoint}: {reason}")
