@@ -1,49 +1,18 @@
 """A worked example of a custom task: reward completions whose word count is within a budget.
 
-Register it without touching the server, either
+The task lives in the installable plugin, ``examples/word_count_plugin/word_count_plugin.py``;
+this module re-exports it so it can also be named by import path from a checkout, in a rewards
+config (``reward-service serve --config my.yaml``)::
 
-1. by import path in a rewards config (``reward-service serve --config my.yaml``)::
+    tasks:
+      word_budget:
+        task: examples.word_count_task:WordCountTask
+        options: {default_max_words: 50}
 
-       tasks:
-         word_budget:
-           task: examples.word_count_task:WordCountTask
-           options: {default_max_words: 50}
-
-2. or, from an installed package, through the entry-point group (see
-   ``examples/word_count_plugin/pyproject.toml``)::
-
-       [project.entry-points."reward_service.tasks"]
-       word_budget = "word_count_plugin:WordCountTask"
-
-Rollouts then name it: ``{"id": "1", "task": "word_budget", "completion": "...",
-"reference": {"max_words": 20}}``.
+or installed as a package (``pip install ./examples/word_count_plugin``), found through the
+entry-point group ``reward_service.tasks`` by every server in that environment.
 """
 
-from __future__ import annotations
+from examples.word_count_plugin.word_count_plugin import WordCountTask
 
-from collections.abc import Mapping
-from typing import Any
-
-from reward_service.task_api import InvalidReference, InvalidTaskOptions, Task, TaskOutcome
-
-
-class WordCountTask(Task):
-    """1.0 within the budget, then decaying linearly to 0 at twice the budget."""
-
-    name = "word_budget"
-    description = "1 if the completion has at most reference.max_words words, decaying to 0 at twice that"
-    reference_fields = ("max_words",)
-
-    def __init__(self, default_max_words: int = 100) -> None:
-        super().__init__()
-        if not isinstance(default_max_words, int) or default_max_words < 1:
-            raise InvalidTaskOptions(f"default_max_words must be a positive integer, got {default_max_words!r}")
-        self._default = default_max_words
-
-    def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
-        budget = reference.get("max_words", self._default)
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-            raise InvalidReference(f"max_words must be a positive integer, got {budget!r}")
-        words = len(completion.split())
-        score = 1.0 if words <= budget else max(0.0, 2.0 - words / budget)
-        return TaskOutcome(score=score, components={"words": float(words)}, extracted=str(words))
+__all__ = ["WordCountTask"]

@@ -194,6 +194,11 @@ class AioServerShell:
         """Schedules ``coro`` on the server's loop without waiting."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
+    def set_service_health(self, service_name: str, serving: bool) -> None:
+        """The health of one named entry (e.g. a task: ``reward.v1.RewardService/task/NAME``)."""
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        self.call(self.health.set(service_name, status))
+
     def set_health(self, serving: bool) -> None:
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
         names = ("", *(service.full_name for service, _ in self._services))

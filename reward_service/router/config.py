@@ -31,6 +31,9 @@ class ScorerConfig:
     job_size: int = field(default=16, metadata={"help": "most unique items of one task per worker job"})
     io_threads: int = field(default=32, metadata={
         "help": "threads for tasks that wait on another service (code -> sandbox, rm -> reward model)"})
+    strict_plugins: bool = field(default=False, metadata={
+        "help": "refuse to start when an installed task plugin fails to import or load; without it the plugin "
+                "is skipped, logged with its traceback, and calls naming its task are told why"})
     rewards: RewardsConfig = field(default_factory=RewardsConfig)
     endpoints: TaskEndpoints = nested(TaskEndpoints, help="where tasks that call another service (code, rm, prm) "
                                                           "find it")

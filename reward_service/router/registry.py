@@ -53,6 +53,8 @@ class TaskRegistry:
         self._families: dict[str, type[FamilyTask]] = {}
         self._tasks: dict[str, Task] = {}
         self._infos: dict[str, TaskInfo] = {}
+        #: Entry-point name -> why that plugin could not be loaded (skipped unless strict).
+        self.plugin_failures: dict[str, str] = {}
 
     def register_class(self, cls: type[Task], name: str | None = None) -> None:
         """Makes a Task class available under ``name`` (default ``cls.name``), instantiated with no options."""
@@ -81,22 +83,38 @@ class TaskRegistry:
         self._tasks[name] = task
         self._infos[name] = info or task.info(name)
 
-    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> list[str]:
-        """Registers every task advertised in the entry-point group; returns their names."""
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP, strict: bool = False) -> list[str]:
+        """Registers every task advertised in the entry-point group; returns their names.
+
+        A plugin that fails to import, is not a Task, or cannot be built is skipped: logged with
+        its traceback and kept in ``plugin_failures`` (a call naming its task is told why it is
+        missing), so one broken package cannot stop a server. ``strict``: raise TaskLoadError instead.
+        """
         names = []
         for ep in entry_points(group=group):
             try:
-                cls = ep.load()
-            except (ImportError, AttributeError) as exc:
-                raise TaskLoadError(f"task plugin {ep.name!r} ({ep.value}) failed to import: {exc}") from exc
-            if not (isinstance(cls, type) and issubclass(cls, Task)):
-                raise TaskLoadError(f"task plugin {ep.name!r} ({ep.value}) is not a Task subclass")
-            if issubclass(cls, FamilyTask):
-                self.register_family(cls, ep.name)
-            else:
-                self.register_class(cls, ep.name)
+                self._load_entry_point(ep)
+            except Exception as exc:  # noqa: BLE001 - any failure of a third-party import is that plugin's
+                error = exc if isinstance(exc, TaskLoadError) else \
+                    TaskLoadError(f"task plugin {ep.name!r} ({ep.value}) failed to import: "
+                                  f"{type(exc).__name__}: {exc}")
+                if strict:
+                    raise error from exc
+                logger.error("%s; skipped (the server serves the other tasks; --strict-plugins refuses to start)",
+                             error, exc_info=exc)
+                self.plugin_failures[ep.name] = str(error)
+                continue
             names.append(ep.name)
         return names
+
+    def _load_entry_point(self, ep: EntryPoint) -> None:
+        cls = ep.load()
+        if not (isinstance(cls, type) and issubclass(cls, Task)):
+            raise TaskLoadError(f"task plugin {ep.name!r} ({ep.value}) is not a Task subclass")
+        if issubclass(cls, FamilyTask):
+            self.register_family(cls, ep.name)
+        else:
+            self.register_class(cls, ep.name)
 
     def apply_config(self, config: RewardsConfig) -> None:
         """Adds configured task variants, then composite rewards (which may use the variants)."""
@@ -151,11 +169,18 @@ class TaskRegistry:
             return task
         found = self._family_member(name)
         if found is None:
-            raise UnknownTask(f"unknown task {name!r}; registered: {self.summary()}")
+            raise UnknownTask(self.unknown_message(name))
         family, member = found
         task = _instantiate(family, name, {}, self.endpoints, member)
         self.add(name, task)
         return task
+
+    def unknown_message(self, name: str) -> str:
+        """Why ``name`` is not served: its plugin failed to load (and why), or no task has that name."""
+        failed = self.plugin_failures.get(name) or self.plugin_failures.get(name.partition(":")[0])
+        if failed:
+            return f"task {name!r} is not available on this server: {failed}"
+        return f"unknown task {name!r}; registered: {self.summary()}"
 
     def __contains__(self, name: object) -> bool:
         return name in self._tasks or (isinstance(name, str) and self._family_member(name) is not None)
@@ -271,11 +296,11 @@ def _instantiate(cls: type[Task], name: str, options: Mapping[str, Any], endpoin
 
 
 def build_registry(config: RewardsConfig, extra: Iterable[type[Task]] = (),
-                   endpoints: TaskEndpoints | None = None) -> TaskRegistry:
+                   endpoints: TaskEndpoints | None = None, strict_plugins: bool = False) -> TaskRegistry:
     """The registry a server (and each of its workers) uses: plugins + extra classes + config."""
     registry = TaskRegistry(endpoints)
     if config.load_entry_points:
-        registry.load_entry_points()
+        registry.load_entry_points(strict=strict_plugins)
     for cls in extra:
         registry.register_class(cls)
     registry.apply_config(config)

@@ -182,8 +182,11 @@ class Scorer:
 
     def __init__(self, config: ScorerConfig) -> None:
         self.config = config
-        self.registry: TaskRegistry = build_registry(config.rewards, endpoints=config.endpoints)
+        self.registry: TaskRegistry = build_registry(config.rewards, endpoints=config.endpoints,
+                                                     strict_plugins=config.strict_plugins)
         self.self_check_report = log_self_check(self.registry, canaries=False)
+        for plugin, reason in self.registry.plugin_failures.items():   # reported like a failed self-check
+            self.self_check_report.failures[plugin] = [reason]
         self.self_check_failures = self.self_check_report.failures
         pool_config = PoolConfig(
             num_workers=config.workers,
@@ -328,8 +331,7 @@ class Scorer:
         """Answers at once what needs no worker: unknown task, missing reference fields, and a
         ``check_reference`` that fails (a task bug: ERROR, unscored) rather than rejecting the reference."""
         if rollout.task not in self.registry:
-            return unscored(rollout, RolloutStatus.UNKNOWN_TASK,
-                            f"unknown task {rollout.task!r}; registered: {self.registry.summary()}")
+            return unscored(rollout, RolloutStatus.UNKNOWN_TASK, self.registry.unknown_message(rollout.task))
         try:
             self.registry.get(rollout.task).check_reference(rollout.reference)
         except InvalidReference as exc:

@@ -37,6 +37,11 @@ SERVICE_NAME = SERVICE.full_name
 HAND_BACK_MARGIN_S = 2.0
 
 
+def task_health_name(task: str) -> str:
+    """The health-check service name of one task: ``reward.v1.RewardService/task/<task>``."""
+    return f"{SERVICE_NAME}/task/{task}"
+
+
 class RewardServer:
     """A started server: ``port`` is the bound port; ``stop()`` drains and shuts down."""
 
@@ -57,6 +62,11 @@ class RewardServer:
                                     config.port, config.grpc_options(), max_request_mb=config.max_message_mb)
         self.port = self.shell.port
         self._stopped = False
+        # Health per task (``<service>/task/<name>``): a task whose plugin failed to load is NOT_SERVING.
+        for name in scorer.registry.names():
+            self.shell.set_service_health(task_health_name(name), True)
+        for name in scorer.registry.plugin_failures:
+            self.shell.set_service_health(task_health_name(name), False)
         if config.metrics_port:
             self.metrics.serve_http(config.metrics_port, config.metrics_host or config.host)
 
