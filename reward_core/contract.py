@@ -25,6 +25,7 @@ class RolloutStatus(enum.IntEnum):
     UNKNOWN_TASK = 5
     INVALID_REFERENCE = 6
     UNAVAILABLE = 7
+    INVALID_ROLLOUT = 8
 
     @property
     def scored(self) -> bool:

@@ -71,6 +71,7 @@ MIN_PROMPT_TAIL = 16
 UNSCORED_CODES = {
     RolloutStatus.UNKNOWN_TASK: grpc.StatusCode.NOT_FOUND,
     RolloutStatus.INVALID_REFERENCE: grpc.StatusCode.INVALID_ARGUMENT,
+    RolloutStatus.INVALID_ROLLOUT: grpc.StatusCode.INVALID_ARGUMENT,
     RolloutStatus.ERROR: grpc.StatusCode.INTERNAL,
     RolloutStatus.UNSPECIFIED: grpc.StatusCode.INTERNAL,
     RolloutStatus.TIMEOUT: grpc.StatusCode.DEADLINE_EXCEEDED,

@@ -92,8 +92,9 @@ class Upstreams:
         out = []
         for i, original in enumerate(rollouts):
             result = by_id[f"{i}"]
+            error = result.error.replace(repr(f"{i}"), repr(original.id))   # messages name the caller's id
             out.append(RolloutResult(original.id, result.status, result.score, result.components, result.extracted,
-                                     result.error, result.elapsed_ms, result.task, original.group_id))
+                                     error, result.elapsed_ms, result.task, original.group_id))
         return out
 
     async def score_request(self, rollouts: Sequence[Rollout], request_id: str,

@@ -13,7 +13,7 @@ import math
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 
 from reward_core.contract import (
@@ -208,16 +208,19 @@ class Scorer:
         return self.registry.infos()
 
     def submit(self, rollouts: Sequence[Rollout], request_id: str = "", item_timeout_s: float = 0.0,
-               client_id: str = "") -> PendingBatch:
+               client_id: str = "", invalid: Mapping[int, str] | None = None) -> PendingBatch:
         """Queues every rollout in ``client_id``'s queue; raises QueueFullError, queueing nothing, when
-        the items would pass the server's or the client's pending limit."""
+        the items would pass the server's or the client's pending limit. ``invalid`` (index -> why):
+        rollouts answered INVALID_ROLLOUT at once, never verified."""
+        invalid = invalid or {}
         timeout = item_timeout_s or self.config.item_timeout_s
         groupwise = any(r.task in self.registry and self.registry.get(r.task).groupwise for r in rollouts)
         batch = PendingBatch(request_id, rollouts, timeout, client_id, self.registry.get if groupwise else None)
         unique: dict[tuple, Future] = {}
         by_task: dict[str, list[JobEntry]] = {}
         for i, rollout in enumerate(rollouts):
-            early = self._precheck(rollout)
+            early = unscored(rollout, RolloutStatus.INVALID_ROLLOUT, invalid[i]) if i in invalid else \
+                self._precheck(rollout)
             if early is not None:
                 batch._ready[i] = early
                 continue

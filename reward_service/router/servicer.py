@@ -29,7 +29,7 @@ import grpc.aio
 
 from reward.v1 import reward_pb2 as pb
 from reward_core import convert
-from reward_core.contract import Rollout, RolloutStatus
+from reward_core.contract import InvalidRollout, Rollout, RolloutStatus
 from reward_core.grpc_common import (
     RequestRejected,
     check_ids,
@@ -52,8 +52,11 @@ SLOW_ITEM_SHARE = 0.5
 SHUTDOWN_REASON = "not verified: the server is shutting down; send this rollout again (any replica)"
 
 
-def parse_request(request: pb.ScoreRequest, limits: RequestLimits) -> list[Rollout]:
-    """Validates a request and converts its rollouts; raises RequestRejected."""
+def parse_request(request: pb.ScoreRequest, limits: RequestLimits) -> tuple[list[Rollout], dict[int, str]]:
+    """Validates a request and converts its rollouts; raises RequestRejected for what spoils the whole
+    request (too many rollouts, a bad item timeout, duplicate ids). A rollout that is unusable on its
+    own (a completion over the limit, a field that does not convert) comes back in the second value,
+    index -> why, to be answered INVALID_ROLLOUT while the rest are scored."""
     bad = grpc.StatusCode.INVALID_ARGUMENT
     n = len(request.rollouts)
     if n > limits.max_rollouts_per_request:
@@ -65,11 +68,20 @@ def parse_request(request: pb.ScoreRequest, limits: RequestLimits) -> list[Rollo
         raise RequestRejected(bad, f"item_timeout_s must be in [0, {limits.max_item_timeout_s}] "
                                    f"(0 = server default; --max-item-timeout-s raises it), got {t}")
     check_ids((m.id for m in request.rollouts), "rollout")
-    for m in request.rollouts:
+    rollouts: list[Rollout] = []
+    invalid: dict[int, str] = {}
+    for i, m in enumerate(request.rollouts):
         if len(m.completion) > limits.max_completion_chars:
-            raise RequestRejected(bad, f"rollout {m.id!r} has a completion of {len(m.completion)} characters; the "
-                                       f"limit is {limits.max_completion_chars} (--max-completion-chars)")
-    return [convert.rollout_from_proto(m) for m in request.rollouts]
+            invalid[i] = (f"rollout {m.id!r} has a completion of {len(m.completion)} characters; the limit is "
+                          f"{limits.max_completion_chars} (--max-completion-chars)")
+            rollouts.append(Rollout(id=m.id, task=m.task, completion="", group_id=m.group_id))
+            continue
+        try:
+            rollouts.append(convert.rollout_from_proto(m))
+        except (InvalidRollout, ValueError) as exc:
+            invalid[i] = f"rollout {m.id!r}: {exc}"
+            rollouts.append(Rollout(id=m.id, task=m.task, completion="", group_id=m.group_id))
+    return rollouts, invalid
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> None:
@@ -123,9 +135,9 @@ class RewardServicer:
     def _submit(self, request: pb.ScoreRequest, client: str) -> PendingBatch:
         if self.draining:
             raise RequestRejected(grpc.StatusCode.UNAVAILABLE, "server is draining; retry on another replica")
-        rollouts = parse_request(request, self._limits)
+        rollouts, invalid = parse_request(request, self._limits)
         try:
-            return self._scorer.submit(rollouts, request.request_id, request.item_timeout_s, client)
+            return self._scorer.submit(rollouts, request.request_id, request.item_timeout_s, client, invalid=invalid)
         except QueueFullError as exc:
             raise RequestRejected(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), exc.retry_after_ms) from None
 

@@ -182,10 +182,22 @@ def test_check_code_never_reaches_the_program(executor):
             "def add(a, b):\n"
             "    seen = [o for o in gc.get_objects() if isinstance(o, str) and 'SECRET_MARKER' in o]\n"
             "    hits = []\n"
-            # /opt/python: the interpreter
+            "    needle = ('SECRET' + '_MARKER').encode()\n"
+            # /opt/python: the interpreter. A file named like the check, anywhere we write, or one holding
+            # its text, anywhere the program can read (/etc holds the toolchains' files: content only).
             "    for top in ('/scratch', '/tmp', '/opt/sandbox', '/etc', '/dev/shm', '/'):\n"
             "        for root, dirs, files in os.walk(top):\n"
-            "            hits += [os.path.join(root, f) for f in files if 'check' in f]\n"
+            "            for f in files:\n"
+            "                p = os.path.join(root, f)\n"
+            "                if 'check' in f and top != '/etc':\n"
+            "                    hits.append(p)\n"
+            "                try:\n"
+            "                    if not os.path.islink(p) and os.path.getsize(p) < (1 << 20):\n"
+            "                        with open(p, 'rb') as fh:\n"
+            "                            if needle in fh.read():\n"
+            "                                hits.append(p)\n"
+            "                except OSError:\n"
+            "                    pass\n"
             "            if top == '/':\n"
             "                break\n"
             "    return [len(seen), hits]\n")
@@ -430,3 +442,58 @@ def test_a_stuck_slot_hits_the_host_deadline_and_is_replaced(monkeypatch):
         pool.close()
         for p in procs:
             p.kill()
+
+
+# -- files in, files out, run arguments, the compile step (SandboxFusion's files/fetch_files/args) ---
+
+READ_THEN_SPOIL = "import os\nprint(open('in.txt').read())\nos.remove('in.txt')\nopen('junk', 'w').write('x')\n"
+CPP_READ_THEN_SPOIL = ('#include <cstdio>\n#include <fstream>\n#include <iostream>\n'
+                       'int main() { std::ifstream f("in.txt"); std::string s; f >> s; std::cout << s << std::endl;'
+                       ' std::remove("in.txt"); }\n')
+
+
+@pytest.mark.parametrize(("language", "code"), [("python", READ_THEN_SPOIL), ("cpp", CPP_READ_THEN_SPOIL)])
+def test_every_case_sees_the_request_files_fresh(executor, language, code):
+    result = executor.execute(stdio(code, [("", "data\n")] * 3, language, limits=Limits(wall_s=20, cpu_s=20),
+                                    files={"in.txt": b"data"}))
+    assert result.verdict is Verdict.ACCEPTED, result.error
+
+
+def test_the_compile_step_sees_the_files_and_reports_its_own_output(executor):
+    code = '#include <iostream>\n#include "lib/twice.h"\n#warning from the compiler\n' \
+           'int main() { std::cout << twice(21) << std::endl; }\n'
+    result = executor.execute(stdio(code, [("", "42\n")], "cpp", limits=Limits(wall_s=20, cpu_s=20),
+                                    files={"lib/twice.h": b"int twice(int x) { return 2 * x; }\n"}))
+    assert result.verdict is Verdict.ACCEPTED, result.error
+    assert result.compile.exit_code == 0 and "from the compiler" in result.compile.stderr and result.compile.ok
+
+
+def test_fetched_files_are_read_after_the_last_case(executor):
+    code = "open('log.txt', 'a').write(input() + '\\n')\nprint('ok')"
+    result = executor.execute(stdio(code, [("1", "ok\n"), ("2", "ok\n"), ("3", "ok\n")],
+                                    fetch_files=("log.txt", "absent.txt")))
+    assert result.verdict is Verdict.ACCEPTED and result.files == {"log.txt": b"1\n2\n3\n"}
+
+
+def test_args_reach_the_program_and_not_the_compiler(executor):
+    code = '#include <iostream>\nint main(int n, char** v) { for (int i = 1; i < n; i++) std::cout << v[i] << "|"; }\n'
+    result = executor.execute(stdio(code, [("", "-o|x y|")], "cpp", limits=Limits(wall_s=20, cpu_s=20),
+                                    args=("-o", "x y")))
+    assert result.verdict is Verdict.ACCEPTED, result.error
+
+
+def test_a_fifo_or_directory_left_for_fetching_means_no_file_not_a_stall(executor):
+    code = "import os\nos.mkfifo('out.txt')\nos.mkdir('d')\nprint('ok')"
+    result = executor.execute(stdio(code, [("", "ok\n")], fetch_files=("out.txt", "d")))
+    assert result.verdict is Verdict.ACCEPTED and result.files == {}
+
+
+def test_a_timed_out_case_keeps_its_partial_output(executor):
+    result = executor.execute(stdio("print('partial', flush=True)\nwhile True:\n    pass", [("", "x\n")],
+                                    limits=Limits(wall_s=1, cpu_s=1)))
+    assert result.verdict is Verdict.TIMEOUT and result.stdout == "partial\n" and result.exit_code is None
+
+
+def test_files_fetch_files_and_args_are_for_stdio_tests_only(executor):
+    with pytest.raises(InvalidExecutionRequest, match="stdio tests only"):
+        executor.execute(humaneval(ADD, files={"a.txt": b"1"}))

@@ -18,6 +18,7 @@ class RolloutStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ROLLOUT_STATUS_UNKNOWN_TASK: _ClassVar[RolloutStatus]
     ROLLOUT_STATUS_INVALID_REFERENCE: _ClassVar[RolloutStatus]
     ROLLOUT_STATUS_UNAVAILABLE: _ClassVar[RolloutStatus]
+    ROLLOUT_STATUS_INVALID_ROLLOUT: _ClassVar[RolloutStatus]
 ROLLOUT_STATUS_UNSPECIFIED: RolloutStatus
 ROLLOUT_STATUS_OK: RolloutStatus
 ROLLOUT_STATUS_NO_ANSWER: RolloutStatus
@@ -26,6 +27,7 @@ ROLLOUT_STATUS_ERROR: RolloutStatus
 ROLLOUT_STATUS_UNKNOWN_TASK: RolloutStatus
 ROLLOUT_STATUS_INVALID_REFERENCE: RolloutStatus
 ROLLOUT_STATUS_UNAVAILABLE: RolloutStatus
+ROLLOUT_STATUS_INVALID_ROLLOUT: RolloutStatus
 
 class Rollout(_message.Message):
     __slots__ = ("id", "task", "prompt", "completion", "reference", "metadata", "group_id")
