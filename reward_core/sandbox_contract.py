@@ -26,6 +26,12 @@ Three test styles (:class:`TestStyle`):
 * ``FUNCTION_CALL`` -- each case gives ``args`` (a JSON list), optional
   ``kwargs`` and ``expected`` (JSON); ``entry_point(*args, **kwargs)``'s return
   value is serialized out of the sandbox and compared on the host.
+
+STDIO requests may also carry ``files`` (written into the program's scratch
+directory before it is compiled and before each case runs), ``fetch_files``
+(read back after the last case: :attr:`ExecutionResult.files`) and ``args``
+(appended to the run command of every case). SandboxFusion's ``/run_code``
+``files``/``fetch_files``/``args`` map onto them.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from __future__ import annotations
 import enum
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -57,6 +63,15 @@ class UnsupportedLanguage(InvalidExecutionRequest):
     def __init__(self, language: str, hint: str) -> None:
         self.language, self.hint = language, hint
         super().__init__(f"{self.KIND}: language {language!r} cannot run on this sandbox: {hint}")
+
+    @classmethod
+    def from_message(cls, message: str) -> UnsupportedLanguage | None:
+        """The error a message (a gRPC status's details) carries, or None when it is not this kind."""
+        if not message.startswith(cls.KIND + ":"):
+            return None
+        head, _, hint = message.partition(" cannot run on this sandbox: ")
+        language = head.removeprefix(cls.KIND + ":").strip().removeprefix("language ").strip("'\"")
+        return cls(language, hint or message)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -151,16 +166,108 @@ class TestCase:
 
 @dataclass(frozen=True)
 class OutputCompare:
-    """How STDIO output and FUNCTION_CALL values are compared on the host."""
+    """How STDIO output and FUNCTION_CALL values are compared on the host (``sandbox/output_compare.py``).
 
-    float_tolerance: float | None = None   # abs/rel tolerance for numbers (None: exact)
-    ignore_trailing_whitespace: bool = True
-    normalize_line_endings: bool = True
+    ``mode`` names the comparator (COMPARE_MODES): ``tokens`` (the default: whitespace-insensitive
+    tokens, as competitive judges compare), ``float`` (tokens; numbers within ``float_tolerance``,
+    1e-6 unless set), ``exact`` (byte-exact after line-ending normalization, if set), ``lines`` (line
+    by line, trailing whitespace and trailing blank lines ignored: the only comparison before modes
+    existed), ``lines_unordered`` (the multiset of non-empty lines) or ``checker`` (a checker program,
+    ``checker_code`` in ``checker_language``, decides each case: ``sandbox/checker.py``). ``mode`` ""
+    keeps what such a request meant before modes existed: ``float`` when ``float_tolerance`` is set,
+    ``lines`` when a whitespace flag is turned off, else ``tokens`` (see :attr:`effective_mode`).
+    """
+
+    float_tolerance: float | None = None   # abs/rel tolerance for numbers (None: exact; 1e-6 in mode float)
+    ignore_trailing_whitespace: bool = True   # mode lines
+    normalize_line_endings: bool = True       # modes exact, lines, lines_unordered
+    mode: str = ""
+    checker_code: str = ""                 # mode checker: the checker's source
+    checker_language: str = ""             # mode checker: its language ("" = python)
+
+    def __post_init__(self) -> None:
+        if self.mode not in COMPARE_MODES and self.mode != "":
+            raise InvalidExecutionRequest(f"compare mode must be one of {list(COMPARE_MODES)}, got {self.mode!r}")
+        tol = self.float_tolerance
+        if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < 1e308):
+            raise InvalidExecutionRequest(f"float_tolerance must be a finite number >= 0, got {tol!r}")
+        if self.effective_mode == "checker" and not (isinstance(self.checker_code, str) and self.checker_code.strip()):
+            raise InvalidExecutionRequest("compare mode 'checker' needs checker_code (the checker program's source)")
+        if self.checker_code and self.effective_mode != "checker":
+            raise InvalidExecutionRequest(f"checker_code is given but the compare mode is {self.effective_mode!r}: "
+                                          "set mode 'checker'")
+
+    @property
+    def effective_mode(self) -> str:
+        """The comparator used: ``mode``, or for "" the pre-mode meaning of the other fields."""
+        if self.mode:
+            return self.mode
+        if self.float_tolerance is not None:
+            return "float"
+        if not (self.ignore_trailing_whitespace and self.normalize_line_endings):
+            return "lines"
+        return "tokens"
+
+    @property
+    def tolerance(self) -> float | None:
+        """The numeric tolerance in force (FUNCTION_CALL values too): ``float_tolerance``, 1e-6 in mode float."""
+        if self.float_tolerance is not None:
+            return float(self.float_tolerance)
+        return DEFAULT_FLOAT_TOLERANCE if self.effective_mode == "float" else None
+
+
+#: The comparators of OutputCompare.mode.
+COMPARE_MODES = ("tokens", "float", "exact", "lines", "lines_unordered", "checker")
+DEFAULT_FLOAT_TOLERANCE = 1e-6
+
+
+#: All fetched files of one execution together, at most (a file beyond it is left out).
+FETCH_BYTES_CAP = 32 << 20
+_MB = 1 << 20
+
+
+def check_file_name(name: object, what: str = "file") -> str:
+    """``name`` if it is a relative path inside the scratch directory, else InvalidExecutionRequest.
+
+    No absolute path, no ``..`` or ``.`` component, no empty component, no NUL, at most 255 bytes
+    per component and 4096 in all: a name never leaves the scratch directory.
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidExecutionRequest(f"{what} name must be a non-empty string, got {name!r}")
+    parts = name.split("/")
+    if (name.startswith("/") or "\0" in name or any(p in ("", ".", "..") for p in parts)
+            or len(name.encode("utf-8", "surrogatepass")) > 4096
+            or any(len(p.encode("utf-8", "surrogatepass")) > 255 for p in parts)):
+        raise InvalidExecutionRequest(f"{what} name {name[:200]!r} must be a relative path inside the scratch "
+                                      "directory (no leading '/', no '.' or '..' or empty components, no NUL)")
+    return name
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """What the compile step did (compiled languages; Python: only a syntax error)."""
+
+    exit_code: int | None = None           # None: it did not exit (killed, e.g. by the time limit)
+    stdout: str = ""                       # each truncated to Limits.output_bytes
+    stderr: str = ""
+    wall_s: float = 0.0
+    timed_out: bool = False                # compile_wall_s ran out
+    signal: int | None = None              # the signal that ended it, if any
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
 
 
 @dataclass(frozen=True)
 class ExecutionRequest:
-    """A program and its tests. ``id`` is echoed back in the result."""
+    """A program and its tests. ``id`` is echoed back in the result.
+
+    STDIO only: ``files`` (relative name -> content, written into the scratch directory before
+    compiling and before every case; each at most ``limits.file_size_mb``, all together at most
+    ``limits.scratch_mb``), ``fetch_files`` (names read back after the last case into
+    :attr:`ExecutionResult.files`) and ``args`` (extra argv of every case's run command).
+    """
 
     code: str
     style: TestStyle
@@ -172,16 +279,66 @@ class ExecutionRequest:
     cases: Sequence[TestCase] = ()         # STDIO, FUNCTION_CALL
     limits: Limits = field(default_factory=Limits)
     compare: OutputCompare = field(default_factory=OutputCompare)
+    files: Mapping[str, bytes] = field(default_factory=dict)   # STDIO: written into the scratch dir first
+    fetch_files: Sequence[str] = ()        # STDIO: read back after the last case (ExecutionResult.files)
+    args: Sequence[str] = ()               # STDIO: appended to every case's run command
+
+    def __post_init__(self) -> None:
+        if not (self.files or self.fetch_files or self.args):
+            return
+        if not isinstance(self.files, Mapping):
+            raise InvalidExecutionRequest(f"files must be a mapping of name -> bytes, got {type(self.files).__name__}")
+        total = 0
+        for name, content in self.files.items():
+            check_file_name(name)
+            if not isinstance(content, (bytes, bytearray)):
+                raise InvalidExecutionRequest(f"file {name!r}: content must be bytes, got {type(content).__name__}")
+            if len(content) > self.limits.file_size_mb * _MB:
+                raise InvalidExecutionRequest(f"file {name!r} is {len(content)} bytes, above the file size limit "
+                                              f"file_size_mb={self.limits.file_size_mb}")
+            total += len(content)
+        names = set(self.files)
+        for name in names:
+            parent = name.rpartition("/")[0]
+            while parent:
+                if parent in names:
+                    raise InvalidExecutionRequest(f"file {parent!r} is also a directory of file {name!r}")
+                parent = parent.rpartition("/")[0]
+        if total > self.limits.scratch_mb * _MB:
+            raise InvalidExecutionRequest(f"files total {total} bytes, above the scratch limit "
+                                          f"scratch_mb={self.limits.scratch_mb}")
+        if isinstance(self.fetch_files, str) or isinstance(self.args, str):
+            raise InvalidExecutionRequest("fetch_files and args must be sequences of strings, not a string")
+        for name in self.fetch_files:
+            check_file_name(name, "fetch_files")
+        for arg in self.args:
+            if not isinstance(arg, str) or "\0" in arg:
+                raise InvalidExecutionRequest(f"args must be strings without NUL, got {arg!r}")
 
 
 @dataclass(frozen=True)
 class TestResult:
-    """The outcome of one test case, with what the host saw."""
+    """The outcome of one test case, with what the host saw.
+
+    ``verdict`` is the case's own reason, from the Verdict values: ACCEPTED, WRONG_ANSWER,
+    RUNTIME_ERROR, TIMEOUT, MEMORY_LIMIT, OUTPUT_LIMIT, COMPILE_ERROR (not run: the program did not
+    compile) or SANDBOX_ERROR (not judged: the sandbox or a checker failed); None when not known
+    (a peer that does not send it). The heads are the case's first HEAD_CHARS characters of stdout
+    and stderr (STDIO: partial output of a case stopped by a limit included).
+    """
 
     index: int
     outcome: CaseOutcome
     detail: str = ""                       # e.g. "expected 3, got 4", "AssertionError", exception text
     wall_s: float = 0.0
+    verdict: Verdict | None = None
+    peak_memory_mb: float = 0.0
+    stdout_head: str = ""
+    stderr_head: str = ""
+
+
+#: How much of a case's stdout and stderr a TestResult keeps (characters each).
+HEAD_CHARS = 1024
 
 
 @dataclass(frozen=True)
@@ -201,6 +358,8 @@ class ExecutionResult:
     limit_hit: LimitHit = LimitHit.NONE
     error: str = ""                        # compile errors, sandbox errors, the first failure's text
     backend: str = ""
+    compile: CompileResult | None = None   # the compile step, when there was one (or a Python syntax error)
+    files: Mapping[str, bytes] = field(default_factory=dict)   # the request's fetch_files that existed
 
     @property
     def passed(self) -> bool:
@@ -225,6 +384,22 @@ class ExecutionResult:
         if self.error:
             out["error"] = self.error
         return out
+
+
+@dataclass(frozen=True)
+class LanguageInfo:
+    """One language a sandbox knows, as ``ListLanguages`` reports it."""
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    available: bool = False                # its toolchain is installed where programs run
+    version: str = ""                      # first line of its version command ("" when unavailable)
+    compiled: bool = False
+    reason: str = ""                       # unavailable: why
+    install_hint: str = ""                 # unavailable: what to install
+    test_framework: bool = False           # pytest, junit, go_test, jest: the program is a test file
+    set: str = ""                          # "core", "all" or "" (the SANDBOX_LANGUAGES set installing it)
+    packages: tuple[str, ...] = ()         # Debian packages of its toolchain
 
 
 class Cancellation:

@@ -8,6 +8,9 @@ Two conventions of the wire format (``proto/reward/v1/sandbox.proto``):
 * FUNCTION_CALL values travel as JSON text (``args_json``, ``kwargs_json``,
   ``expected_json``); an empty string means "none" ([] / {} / null).
 * A limit left at 0 takes the default of :class:`reward_core.sandbox_contract.Limits`.
+* Files (``ExecutionRequest.files``, ``ExecutionResult.files``) travel as raw bytes; their names
+  are checked when the dataclass is built (a name outside the scratch directory is an
+  InvalidExecutionRequest). An unset ``ExecutionResult.compile`` is "no compile step".
 
 proto3 strings must be valid UTF-8, and a program may print anything, so
 every string put into a message passes through :func:`utf8_safe` first: bytes
@@ -26,9 +29,11 @@ from typing import Any
 from reward.v1 import sandbox_pb2 as pb
 from reward_core.sandbox_contract import (
     CaseOutcome,
+    CompileResult,
     ExecutionRequest,
     ExecutionResult,
     InvalidExecutionRequest,
+    LanguageInfo,
     LimitHit,
     Limits,
     OutputCompare,
@@ -119,15 +124,18 @@ def limits_from_proto(msg: pb.Limits, defaults: Limits = _DEFAULT_LIMITS) -> Lim
 
 def compare_to_proto(compare: OutputCompare) -> pb.OutputCompare:
     msg = pb.OutputCompare(ignore_trailing_whitespace=compare.ignore_trailing_whitespace,
-                           normalize_line_endings=compare.normalize_line_endings)
+                           normalize_line_endings=compare.normalize_line_endings, mode=compare.mode,
+                           checker_code=utf8_safe(compare.checker_code), checker_language=compare.checker_language)
     if compare.float_tolerance is not None:
         msg.float_tolerance = compare.float_tolerance
     return msg
 
 
 def compare_from_proto(msg: pb.OutputCompare) -> OutputCompare:
+    """Raises InvalidExecutionRequest for an unknown mode or a checker mode without a checker."""
     default = OutputCompare()
     return OutputCompare(
+        mode=msg.mode, checker_code=msg.checker_code, checker_language=msg.checker_language,
         float_tolerance=msg.float_tolerance if msg.HasField("float_tolerance") else None,
         ignore_trailing_whitespace=(msg.ignore_trailing_whitespace if msg.HasField("ignore_trailing_whitespace")
                                     else default.ignore_trailing_whitespace),
@@ -143,7 +151,9 @@ def request_to_proto(request: ExecutionRequest) -> pb.ExecutionRequest:
         style=_STYLE_TO_PB[TestStyle(request.style)], check_code=utf8_safe(request.check_code),
         entry_point=request.entry_point, prompt=utf8_safe(request.prompt),
         cases=[case_to_proto(c, i) for i, c in enumerate(request.cases)],
-        limits=limits_to_proto(request.limits), compare=compare_to_proto(request.compare))
+        limits=limits_to_proto(request.limits), compare=compare_to_proto(request.compare),
+        files={name: bytes(content) for name, content in request.files.items()},
+        fetch_files=list(request.fetch_files), args=[utf8_safe(a) for a in request.args])
 
 
 def request_from_proto(msg: pb.ExecutionRequest, defaults: Limits = _DEFAULT_LIMITS) -> ExecutionRequest:
@@ -156,7 +166,8 @@ def request_from_proto(msg: pb.ExecutionRequest, defaults: Limits = _DEFAULT_LIM
         code=msg.code, style=style, language=msg.language or "python", id=msg.id,
         check_code=msg.check_code, entry_point=msg.entry_point, prompt=msg.prompt,
         cases=tuple(case_from_proto(c, i) for i, c in enumerate(msg.cases)),
-        limits=limits_from_proto(msg.limits, defaults), compare=compare_from_proto(msg.compare))
+        limits=limits_from_proto(msg.limits, defaults), compare=compare_from_proto(msg.compare),
+        files=dict(msg.files), fetch_files=tuple(msg.fetch_files), args=tuple(msg.args))
 
 
 def batch_request_to_proto(requests: Sequence[ExecutionRequest]) -> pb.ExecuteBatchRequest:
@@ -168,13 +179,18 @@ def batch_request_to_proto(requests: Sequence[ExecutionRequest]) -> pb.ExecuteBa
 
 def case_result_to_proto(test: TestResult) -> pb.TestResult:
     return pb.TestResult(index=test.index, outcome=_OUTCOME_TO_PB[test.outcome], detail=utf8_safe(test.detail),
-                         wall_s=test.wall_s)
+                         wall_s=test.wall_s,
+                         verdict=_VERDICT_TO_PB[test.verdict] if test.verdict is not None else 0,
+                         peak_memory_mb=test.peak_memory_mb, stdout_head=utf8_safe(test.stdout_head),
+                         stderr_head=utf8_safe(test.stderr_head))
 
 
 def case_result_from_proto(msg: pb.TestResult) -> TestResult:
     # An outcome this side does not know fails closed: it is not a pass.
     outcome = _OUTCOME_FROM_PB.get(msg.outcome, CaseOutcome.ERROR)
-    return TestResult(index=msg.index, outcome=outcome, detail=msg.detail, wall_s=msg.wall_s)
+    return TestResult(index=msg.index, outcome=outcome, detail=msg.detail, wall_s=msg.wall_s,
+                      verdict=_VERDICT_FROM_PB.get(msg.verdict), peak_memory_mb=msg.peak_memory_mb,
+                      stdout_head=msg.stdout_head, stderr_head=msg.stderr_head)
 
 
 def result_to_proto(result: ExecutionResult) -> pb.ExecutionResult:
@@ -188,7 +204,27 @@ def result_to_proto(result: ExecutionResult) -> pb.ExecutionResult:
         msg.exit_code = result.exit_code
     if result.signal is not None:
         msg.signal = result.signal
+    if result.compile is not None:
+        msg.compile.CopyFrom(compile_to_proto(result.compile))
+    for name, content in result.files.items():
+        msg.files[name] = bytes(content)
     return msg
+
+
+def compile_to_proto(step: CompileResult) -> pb.CompileResult:
+    msg = pb.CompileResult(stdout=utf8_safe(step.stdout), stderr=utf8_safe(step.stderr), wall_s=step.wall_s,
+                           timed_out=step.timed_out)
+    if step.exit_code is not None:
+        msg.exit_code = step.exit_code
+    if step.signal is not None:
+        msg.signal = step.signal
+    return msg
+
+
+def compile_from_proto(msg: pb.CompileResult) -> CompileResult:
+    return CompileResult(exit_code=msg.exit_code if msg.HasField("exit_code") else None, stdout=msg.stdout,
+                         stderr=msg.stderr, wall_s=msg.wall_s, timed_out=msg.timed_out,
+                         signal=msg.signal if msg.HasField("signal") else None)
 
 
 def result_from_proto(msg: pb.ExecutionResult) -> ExecutionResult:
@@ -204,4 +240,18 @@ def result_from_proto(msg: pb.ExecutionResult) -> ExecutionResult:
         exit_code=msg.exit_code if msg.HasField("exit_code") else None,
         signal=msg.signal if msg.HasField("signal") else None,
         wall_s=msg.wall_s, cpu_s=msg.cpu_s, peak_memory_mb=msg.peak_memory_mb,
-        limit_hit=_LIMIT_FROM_PB.get(msg.limit_hit, LimitHit.NONE), error=error, backend=msg.backend)
+        limit_hit=_LIMIT_FROM_PB.get(msg.limit_hit, LimitHit.NONE), error=error, backend=msg.backend,
+        compile=compile_from_proto(msg.compile) if msg.HasField("compile") else None, files=dict(msg.files))
+
+
+def language_to_proto(info: LanguageInfo) -> pb.LanguageInfo:
+    return pb.LanguageInfo(name=info.name, aliases=list(info.aliases), available=info.available,
+                           version=utf8_safe(info.version), compiled=info.compiled, reason=utf8_safe(info.reason),
+                           install_hint=info.install_hint, test_framework=info.test_framework, set=info.set,
+                           packages=list(info.packages))
+
+
+def language_from_proto(msg: pb.LanguageInfo) -> LanguageInfo:
+    return LanguageInfo(name=msg.name, aliases=tuple(msg.aliases), available=msg.available, version=msg.version,
+                        compiled=msg.compiled, reason=msg.reason, install_hint=msg.install_hint,
+                        test_framework=msg.test_framework, set=msg.set, packages=tuple(msg.packages))

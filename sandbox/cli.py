@@ -4,13 +4,17 @@
     python -m sandbox exec --code sol.py --tests check.py --entry-point add  # HumanEval-style check code
     python -m sandbox exec --code sol.py --tests cases.json                  # stdin/stdout or function-call cases
     python -m sandbox batch --in samples.jsonl --out results.jsonl --workers 8 --timeout 3
+    python -m sandbox languages [--endpoint host:port] [--json]           # what it can run, with versions
 
 ``exec`` prints the result as JSON (``passed``, ``verdict``, ``tests_passed``,
 ``tests_total``, per-test detail, output, resources) and exits 0 when every test
 passed, 1 when not, 2 when the input is unusable. ``batch`` writes one line out
 per line in, in order (format: ``sandbox/submissions.py``), with a progress bar
 on stderr. Both run an in-process executor (``--backend``), or use a running
-server with ``--endpoint``. ``serve`` flags default to ``SANDBOX_<FLAG>``
+server with ``--endpoint``. ``languages`` prints every known language: available or
+not (and what to install), compiled, its set and its toolchain's version -- of this
+host (``--backend process``), of the runner image (``--backend docker``) or of a server
+(``--endpoint``: its ``ListLanguages``). ``serve`` flags default to ``SANDBOX_<FLAG>``
 environment variables (for containers); the security flags (TLS, token, ``--insecure``, and
 the client's ``--tls-ca`` etc.) to the suite-wide ``REWARD_SUITE_<FLAG>`` ones.
 """
@@ -60,9 +64,16 @@ def _limits(args: argparse.Namespace) -> Limits:
 
 def _executor(args: argparse.Namespace, concurrency: int, languages: dict[str, Language]) -> Executor:
     if args.endpoint:
+        from reward_core.channel_config import ChannelConfig
+        from reward_core.clients.sandbox import SandboxClient
         from sandbox.remote_executor import RemoteExecutor
 
-        return RemoteExecutor(args.endpoint, security=client_security_from_args(args))
+        security = client_security_from_args(args)
+        # Nothing listening is EndpointUnreachable (an OSError: exit 2) in seconds, saying why, before any
+        # program is sent (the executor maps a failed call to a SANDBOX_ERROR result per program).
+        with SandboxClient(args.endpoint, channel=ChannelConfig(security=security)) as probe:
+            probe.check_connection()
+        return RemoteExecutor(args.endpoint, security=security)
     from sandbox.factory import create_executor
 
     return create_executor(args.backend, concurrency=concurrency, languages=languages)
@@ -118,6 +129,36 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_languages(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from sandbox.language_list import executor_versions, format_table, host_versions, language_infos
+
+    if args.endpoint:
+        from reward_core.channel_config import ChannelConfig
+        from reward_core.clients.sandbox import SandboxClient
+
+        with SandboxClient(args.endpoint, timeout_s=args.timeout,
+                           channel=ChannelConfig(security=client_security_from_args(args))) as client:
+            infos = client.list_languages()
+    else:
+        languages = load_languages(args.languages)
+        if args.backend == "process":   # the process backend runs the toolchains of this host
+            infos = language_infos(languages, host_versions(languages))
+        else:
+            executor = _executor(args, 1, languages)
+            try:
+                infos = language_infos(getattr(executor, "languages", None) or languages,
+                                       executor_versions(executor, languages))
+            finally:
+                executor.close()
+    if args.json:
+        print(json.dumps([asdict(i) for i in infos], indent=2, ensure_ascii=False))
+    else:
+        print(format_table(infos))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__.splitlines()[0])
     parser.add_argument("--log-level", default=os.environ.get(ENV_PREFIX + "LOG_LEVEL"),
@@ -156,6 +197,16 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_executor_flags(batch)
     batch.set_defaults(func=cmd_batch)
+
+    langs = sub.add_parser("languages", help="list the languages: available or what to install, versions")
+    langs.add_argument("--backend", choices=BACKENDS, default="process",
+                       help="whose toolchains: this host's (process, default) or the runner image's (docker)")
+    langs.add_argument("--endpoint", help="host:port of a running `python -m sandbox serve`: its ListLanguages")
+    langs.add_argument("--languages", help="YAML file of extra languages (see sandbox/languages.py)")
+    langs.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for --endpoint (default: 60)")
+    langs.add_argument("--json", action="store_true", help="print JSON (one object per language) instead of a table")
+    add_client_security_flags(langs)
+    langs.set_defaults(func=cmd_languages)
     return parser
 
 

@@ -44,8 +44,9 @@ SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 #: The sets of scripts/system_setup.sh and the docker image (SANDBOX_LANGUAGES=core|all|a,b,...).
 LANGUAGE_SETS = ("core", "all")
 _KEYS = frozenset({"source_file", "compile", "run", "version", "packages", "set", "aliases", "tools", "env",
-                   "paths", "min_processes", "min_memory_mb", "address_space_mb", "python_fast_path",
-                   "class_pattern", "class_default", "install_hint"})
+                   "paths", "min_processes", "min_memory_mb", "min_open_files", "address_space_mb",
+                   "python_fast_path",
+                   "class_pattern", "class_default", "install_hint", "test_framework", "npm_packages"})
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,15 @@ class Language:
     paths: tuple[str, ...] = ()
     min_processes: int = 0
     min_memory_mb: int = 0
+    min_open_files: int = 0
     address_space_mb: int = 0
     class_pattern: str = ""
     class_default: str = "Main"
     install_hint: str = ""
+    #: A test-framework mode (pytest, junit, go_test, jest): the program is a test file the framework runs.
+    test_framework: bool = False
+    #: npm packages that replace ``packages`` where node is not Debian's (scripts/language_packages.py).
+    npm_packages: tuple[str, ...] = ()
 
     @property
     def compiled(self) -> bool:
@@ -146,7 +152,7 @@ def language_from_spec(name: str, spec: Mapping[str, Any], where: str = "") -> L
     if set_name and set_name not in LANGUAGE_SETS:
         raise InvalidExecutionRequest(f"{at}: set must be one of {LANGUAGE_SETS}, got {set_name!r}")
     ints = {}
-    for key in ("min_processes", "min_memory_mb", "address_space_mb"):
+    for key in ("min_processes", "min_memory_mb", "min_open_files", "address_space_mb"):
         value = spec.get(key, 0)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise InvalidExecutionRequest(f"{at}: {key} must be a non-negative integer, got {value!r}")
@@ -165,7 +171,9 @@ def language_from_spec(name: str, spec: Mapping[str, Any], where: str = "") -> L
                     paths=_strings(spec.get("paths"), f"{at}: paths"),
                     class_pattern=str(spec.get("class_pattern", "")),
                     class_default=str(spec.get("class_default", "Main")),
-                    install_hint=str(spec.get("install_hint", "")), **ints)
+                    install_hint=str(spec.get("install_hint", "")),
+                    test_framework=bool(spec.get("test_framework", False)),
+                    npm_packages=_strings(spec.get("npm_packages"), f"{at}: npm_packages"), **ints)
 
 
 @lru_cache(maxsize=1)
@@ -263,8 +271,10 @@ def load_languages(path: str | Path | None = None, probe: Probe | None = host_pr
 
 
 def _merged(base: Language, new: Language, spec: Mapping[str, Any]) -> Language:
-    """An override keeps the built-in's packages, set and version unless it gives its own."""
-    keep = {k: getattr(base, k) for k in ("packages", "set", "version", "aliases") if k not in spec}
+    """An override keeps the built-in's packages, set, version, aliases and test-framework flag unless it
+    gives its own."""
+    keep = {k: getattr(base, k) for k in ("packages", "set", "version", "aliases", "test_framework", "npm_packages")
+            if k not in spec}
     return replace(new, **keep)
 
 
@@ -317,5 +327,11 @@ def host_version(argv: tuple[str, ...], timeout_s: float = 30.0) -> str:
                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    text = (proc.stdout + b"\n" + proc.stderr).decode("utf-8", "replace")
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return version_line((proc.stdout + b"\n" + proc.stderr).decode("utf-8", "replace"))
+
+
+def version_line(text: str) -> str:
+    """The first non-empty line of a version command's output that is not a runtime's warning
+    (kotlinc prints the JVM's deprecation warning before its version)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return next((line for line in lines if "warning:" not in line.lower()), lines[0] if lines else "")

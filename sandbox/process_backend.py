@@ -327,6 +327,11 @@ class ProcessExecutor:
     def hellos(self) -> list[dict]:
         return self.pool.hellos
 
+    @property
+    def compile_cache(self):
+        """Compile failures answered without starting a compiler (hits, misses): sandbox/compile_cache.py."""
+        return self.pool.compile_cache
+
     def _within_caps(self, request: ExecutionRequest) -> None:
         limits = getattr(request, "limits", None)
         for name, cap, option in (("memory_mb", self.config.max_memory_mb, "max_memory_mb"),

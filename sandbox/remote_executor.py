@@ -35,6 +35,7 @@ from reward_core.sandbox_contract import (
     ExecutionRequest,
     ExecutionResult,
     InvalidExecutionRequest,
+    UnsupportedLanguage,
     Verdict,
 )
 
@@ -74,7 +75,7 @@ class RemoteExecutor:
         with self._lock:
             if self._client is None or self._pid != os.getpid():
                 self._client = SandboxClient(self.endpoint, timeout_s=self.call_timeout_s,
-                                             channel=self._channel_config)
+                                             channel=self._channel_config, connect_timeout_s=None)
                 self._pid = os.getpid()
             return self._client
 
@@ -98,6 +99,9 @@ class RemoteExecutor:
         except grpc.RpcError as exc:
             code, details = exc.code(), exc.details()
             if code == grpc.StatusCode.INVALID_ARGUMENT:
+                unsupported = UnsupportedLanguage.from_message(details or "")
+                if unsupported is not None:   # the server lacks the toolchain: unscored, never a 0
+                    raise unsupported from None
                 raise InvalidExecutionRequest(f"sandbox at {self.endpoint} refused the request: {details}") from None
             logger.warning("sandbox at %s failed a call of %d programs: %s: %s",
                            self.endpoint, len(requests), code.name, details)

@@ -21,7 +21,13 @@ import grpc
 from reward.v1 import sandbox_pb2 as pb
 from reward_core import sandbox_convert as convert
 from reward_core.grpc_common import DEFAULT_MAX_CALL_S, RequestRejected
-from reward_core.sandbox_contract import ExecutionRequest, InvalidExecutionRequest, Limits, TestStyle
+from reward_core.sandbox_contract import (
+    ExecutionRequest,
+    InvalidExecutionRequest,
+    Limits,
+    TestStyle,
+    UnsupportedLanguage,
+)
 from sandbox.languages import Language
 from sandbox.runtime.check_split import count_cases
 from sandbox.zygote_client import validate_request as check_runnable
@@ -127,6 +133,8 @@ def parse_requests(msgs: Sequence[pb.ExecutionRequest], languages: Mapping[str, 
             validate_request(request, languages, limits)
         except InvalidExecutionRequest as exc:
             where = f"request {i}" + (f" (id {msg.id!r})" if msg.id else "")
+            if isinstance(exc, UnsupportedLanguage):  # its kind first: clients read it from the details' start
+                raise RequestRejected(bad, f"{exc}; {where}") from None
             raise RequestRejected(bad, f"{where}: {exc}") from None
         requests.append(request)
     return requests

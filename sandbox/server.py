@@ -109,6 +109,8 @@ class SandboxServer:
         self._owns_executor = owns_executor
         self._stopped = False
         self.servicer = SandboxServicer(executor, languages, config.limits, config.concurrency)
+        if getattr(executor, "compile_cache", None) is not None:     # a local executor (not a remote one)
+            self.servicer.metrics.watch_compile_cache(executor.compile_cache)
         self.metrics_endpoint = MetricsEndpoint(self.servicer.metrics.registry)
         try:
             if config.metrics_port:
@@ -161,6 +163,8 @@ def create_server(config: SandboxServerConfig, executor: Executor | None = None)
 
         executor = create_executor(config.backend, concurrency=config.concurrency, languages=languages,
                                    **config.executor_options())
+    # What runs is the executor's to say where it probes its own (docker: the runner image's toolchains).
+    languages = getattr(executor, "languages", None) or languages
     try:
         return SandboxServer(config, executor, languages, owns, security)
     except (OSError, RuntimeError):

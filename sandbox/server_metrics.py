@@ -13,19 +13,22 @@ Series:
     sandbox_limit_hits_total{kind}                time | memory | output | processes
     sandbox_queue_depth                           programs queued or running, over all calls
     sandbox_cancelled_programs_total{stage}       queued (dropped) | running (killed)
+    sandbox_compile_cache_lookups_total{result}   hit | miss: compile failures answered from the cache
+                                                  (sandbox/compile_cache.py), when the executor has one
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
 
 from reward_core.sandbox_contract import ExecutionRequest, ExecutionResult, LimitHit, Verdict
 
 OTHER = "other"
-METHODS = ("Execute", "ExecuteBatch")
+METHODS = ("Execute", "ExecuteBatch", "ListLanguages")
 LIMIT_KINDS = {LimitHit.WALL_TIME: "time", LimitHit.CPU_TIME: "time", LimitHit.MEMORY: "memory",
                LimitHit.OUTPUT: "output", LimitHit.FILE_SIZE: "output", LimitHit.PROCESSES: "processes"}
 WALL_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -55,6 +58,10 @@ class SandboxMetrics:
         for stage in ("queued", "running"):
             self.cancelled.labels(stage)
 
+    def watch_compile_cache(self, cache: object) -> None:
+        """Export an executor's compile-failure cache counters (anything with ``hits`` and ``misses``)."""
+        self.registry.register(_CompileCacheCollector(cache))
+
     def language(self, name: str) -> str:
         return name if name in self.languages else OTHER
 
@@ -74,3 +81,17 @@ class SandboxMetrics:
             self.cancelled.labels("queued").inc(queued)
         if running:
             self.cancelled.labels("running").inc(running)
+
+
+class _CompileCacheCollector:
+    """Reads the cache's own counters at scrape time (they live on the executor, not here)."""
+
+    def __init__(self, cache: object) -> None:
+        self.cache = cache
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily("sandbox_compile_cache_lookups", "Compile-failure cache lookups of compiled "
+                                     "programs: hit (answered without a compiler) or miss", labels=["result"])
+        family.add_metric(["hit"], float(getattr(self.cache, "hits", 0)))
+        family.add_metric(["miss"], float(getattr(self.cache, "misses", 0)))
+        yield family

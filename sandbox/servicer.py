@@ -9,6 +9,11 @@ JSON, duplicate ids, too many programs), RESOURCE_EXHAUSTED (too many executions
 UNAVAILABLE (draining), DEADLINE_EXCEEDED, CANCELLED. Whatever the *code* does is a
 verdict in its result, never an error of the call.
 
+``ListLanguages`` answers what :mod:`sandbox.language_list` reports (availability from the language
+table, versions from the executor), computed on the first call and cached. A request in a language
+the table knows but cannot run here (:class:`~reward_core.sandbox_contract.UnsupportedLanguage`) is
+INVALID_ARGUMENT whose details start with ``UNSUPPORTED_LANGUAGE:`` and say what to install.
+
 Handlers are coroutines on the server's event loop: a call waiting for its programs holds
 no thread, so health checks answer however many calls wait. Every program of every call
 goes through one FIFO pool of ``concurrency`` threads (one per executor slot), so calls
@@ -41,9 +46,11 @@ from reward_core.sandbox_contract import (
     ExecutionResult,
     Executor,
     InvalidExecutionRequest,
+    LanguageInfo,
 )
 from reward_core.server_shell import run_blocking
-from sandbox.languages import Language
+from sandbox.language_list import executor_versions, language_infos
+from sandbox.languages import Language, LanguageTable
 from sandbox.request_limits import RequestLimits, parse_requests, validate_request
 from sandbox.server_metrics import SandboxMetrics
 from sandbox.verdict import sandbox_error
@@ -61,7 +68,10 @@ class SandboxServicer:
     def __init__(self, executor: Executor, languages: Mapping[str, Language], limits: RequestLimits,
                  concurrency: int, metrics: SandboxMetrics | None = None) -> None:
         self._executor = executor
-        self._languages = dict(languages)
+        # a LanguageTable keeps its ``unavailable``: requests in those languages are UNSUPPORTED_LANGUAGE
+        self._languages = languages if isinstance(languages, LanguageTable) else LanguageTable(languages.values())
+        self._language_list: list[LanguageInfo] | None = None   # ListLanguages, computed once
+        self._language_list_lock = threading.Lock()
         self._limits = limits
         self._pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="sandbox-exec")
         self._lock = threading.Lock()
@@ -91,6 +101,26 @@ class SandboxServicer:
     async def ExecuteBatch(self, request: pb.ExecuteBatchRequest,
                            context: grpc.aio.ServicerContext) -> pb.ExecuteBatchResponse:
         return pb.ExecuteBatchResponse(results=await self._serve("ExecuteBatch", request.requests, context))
+
+    async def ListLanguages(self, request: pb.ListLanguagesRequest,
+                            context: grpc.aio.ServicerContext) -> pb.ListLanguagesResponse:
+        try:
+            with unexpected_as_internal("listing languages"):
+                infos = await run_blocking(self.language_list)  # version commands run once: off the loop
+        except RequestRejected as exc:
+            self.metrics.call("ListLanguages", exc.code)
+            await context.abort(exc.code, str(exc))
+        self.metrics.call("ListLanguages", grpc.StatusCode.OK)
+        return pb.ListLanguagesResponse(languages=[convert.language_to_proto(i) for i in infos],
+                                        backend=getattr(self._executor, "name", ""))
+
+    def language_list(self) -> list[LanguageInfo]:
+        """Every known language: available or why not, its toolchain's version (computed once)."""
+        with self._language_list_lock:
+            if self._language_list is None:
+                versions = executor_versions(self._executor, self._languages)
+                self._language_list = language_infos(self._languages, versions)
+            return self._language_list
 
     async def _serve(self, method: str, msgs: Sequence[pb.ExecutionRequest],
                      context: grpc.aio.ServicerContext) -> list[pb.ExecutionResult]:

@@ -19,6 +19,13 @@ callback and nothing else; the pool owns the rest:
   forked it exits, not the process: a slot started from a short-lived worker
   thread would die with that thread.
 
+* judging -- the raw report becomes the result on the host (verdict.py); a request judged by
+  a checker program (OutputCompare mode ``checker``) runs the checker after its own execution,
+  as further executions of this pool, once the program's slot is free again (checker.py);
+* compile failures -- a STDIO program whose identical source (same language, same files) failed
+  to compile before is answered from a bounded cache without starting a compiler
+  (compile_cache.py; ``compile_cache`` counts hits and misses).
+
 Both backends use it: ``ProcessExecutor`` (process_backend.py) and the docker
 backend supply different ``start_slot`` callbacks.
 """
@@ -34,6 +41,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult, SandboxUnavailable
+from sandbox.checker import run_checker, validate_checker
+from sandbox.compile_cache import CompileFailureCache, cache_key
 from sandbox.languages import Language
 from sandbox.verdict import build_result, sandbox_error
 from sandbox.zygote_client import SlotHandle, ZygoteClient, ZygoteError, build_wire, validate_request
@@ -79,6 +88,10 @@ class SlotPool:
         self._spawner = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"{backend}-spawner")
         self._restarter = concurrent.futures.ThreadPoolExecutor(size, thread_name_prefix=f"{backend}-restart")
         self._batch = concurrent.futures.ThreadPoolExecutor(size, thread_name_prefix=f"{backend}-batch")
+        # checker executions (mode checker): their own threads, so a batch's threads waiting for their
+        # checkers never hold the threads the checkers need (checker executions start no checker)
+        self._checkers = concurrent.futures.ThreadPoolExecutor(size, thread_name_prefix=f"{backend}-checker")
+        self.compile_cache = CompileFailureCache()
         self._slots = [_Slot(i) for i in range(size)]
         self._free: queue.Queue[_Slot] = queue.Queue()
         starts = [self._restarter.submit(self._start, slot) for slot in self._slots]
@@ -152,18 +165,32 @@ class SlotPool:
         (SANDBOX_ERROR, the slot restarted).
         """
         language = validate_request(request, self.languages)
+        validate_checker(request, self.languages)
         wire = build_wire(request, language)
         if self._closed:
             return sandbox_error(request, "executor is closed", self.backend)
-        slot = self._free.get()
-        try:
-            if cancel is not None and cancel.cancelled:
-                return sandbox_error(request, CANCELLED, self.backend)
-            return self._run(slot, request, wire, cancel)
-        finally:
-            self._free.put(slot)
+        key = cache_key(request, wire.public["language"])
+        report = self.compile_cache.lookup(key, wire.n_cases)
+        if report is None:
+            slot = self._free.get()
+            try:
+                if cancel is not None and cancel.cancelled:
+                    return sandbox_error(request, CANCELLED, self.backend)
+                report = self._run(slot, request, wire, cancel)
+            finally:
+                self._free.put(slot)
+            if isinstance(report, ExecutionResult):
+                return report
+            self.compile_cache.store(key, report)
+        # mode checker: the checker runs now, as executions of its own, with the program's slot free again
+        checks = run_checker(self.execute, request, report, self._checkers, cancel, self.languages)
+        result = build_result(request, report, wire.n_cases, self.backend, checks)
+        self._count(error=not result.verdict.is_verdict_on_code)
+        return result
 
-    def _run(self, slot: _Slot, request: ExecutionRequest, wire, cancel: Cancellation | None) -> ExecutionResult:
+    def _run(self, slot: _Slot, request: ExecutionRequest, wire,
+             cancel: Cancellation | None) -> ExecutionResult | dict:
+        """The slot's raw report for ``request`` (a dict), or the SANDBOX_ERROR result when the slot failed."""
         t0 = time.monotonic()
         why = self._ready(slot)
         if why:
@@ -189,13 +216,11 @@ class SlotPool:
             self._restart_later(slot)
             return sandbox_error(request, CANCELLED, self.backend, wall_s=time.monotonic() - t0)
         unregister()
-        result = build_result(request, report, wire.n_cases, self.backend)
         if report.get("status") != "ok" or report.get("retire"):
             log.warning("slot %d is retiring (%s); restarting it", slot.index,
                         report.get("retire") or report.get("error"))
             self._restart_later(slot)
-        self._count(error=not result.verdict.is_verdict_on_code)
-        return result
+        return report
 
     def _count(self, error: bool) -> None:
         with self._lock:
@@ -207,6 +232,7 @@ class SlotPool:
         requests = list(requests)
         for request in requests:
             validate_request(request, self.languages)
+            validate_checker(request, self.languages)
         if len(requests) <= 1:
             return [self.execute(r) for r in requests]
         return list(self._batch.map(self.execute, requests))
@@ -225,7 +251,7 @@ class SlotPool:
                 except Exception:  # noqa: BLE001 - cancelled or failed: nothing to keep
                     pass
             self._kill(slot)
-        for pool in (self._batch, self._restarter, self._spawner):
+        for pool in (self._batch, self._checkers, self._restarter, self._spawner):
             pool.shutdown(wait=False, cancel_futures=True)
 
 

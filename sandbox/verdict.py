@@ -25,14 +25,33 @@ raise, tgkill, pidfd_send_signal, F_SETSIG with signal 9 get EPERM), so it canno
 dodge its 0 by killing itself. Left open: timer_create / mq_notify asking for
 SIGKILL (the signal sits in a struct seccomp cannot read); such a program gets an
 unscored result.
+
+Per case (TestResult): the case's own verdict (the same order, for that case alone), its wall
+time, its peak memory (STDIO: each case is its own process) and the heads of its stdout and stderr
+(STDIO; the partial output of a case stopped by a limit included). A timed-out STDIO case's
+partial output is also the result's stdout/stderr when it is the first case that did not pass.
+
+Mode ``checker`` (sandbox/checker.py): the cases that ran to completion (exit 0, no limit, output
+not truncated) are listed by :func:`cases_to_check`; the host runs the checker on each and hands
+its :class:`CheckerVerdict` per case to :func:`build_result`. A case whose checker failed (it did
+not compile, crashed or exceeded a limit on the expected answer too, exited other than 0/1/2/8,
+or gave no verdict; checker.py decides) is NOT_RUN with the case verdict SANDBOX_ERROR, and the
+whole result is SANDBOX_ERROR: the checker belongs to the reference, so its failure says nothing
+about the program and must never become a 0 (nor a pass); the error text starts with ``checker
+failed`` so an operator can tell it from the sandbox's own failures.
 """
 
 from __future__ import annotations
 
+import binascii
+from dataclasses import dataclass
 from typing import Any
 
 from reward_core.sandbox_contract import (
+    FETCH_BYTES_CAP,
+    HEAD_CHARS,
     CaseOutcome,
+    CompileResult,
     ExecutionRequest,
     ExecutionResult,
     LimitHit,
@@ -41,7 +60,6 @@ from reward_core.sandbox_contract import (
     Verdict,
 )
 from sandbox.output_compare import describe_mismatch as describe_output_mismatch
-from sandbox.output_compare import outputs_match
 from sandbox.runtime import codec
 from sandbox.value_compare import describe_mismatch as describe_value_mismatch
 from sandbox.value_compare import values_equal
@@ -58,8 +76,20 @@ KILLED_OUTSIDE = ("the program was killed from outside the sandbox (SIGKILL sent
                   "host's OOM killer or an operator); this is not a verdict on the code")
 
 
+CHECKER_FAILED = "checker failed"
+
+
 class MalformedReport(ValueError):
     """The report does not have the shape A produces."""
+
+
+@dataclass(frozen=True)
+class CheckerVerdict:
+    """What the checker said about one case: accepted, or not (``message``); ``failed``: no verdict at all."""
+
+    accepted: bool = False
+    message: str = ""
+    failed: bool = False          # the checker itself failed: not a verdict on the program
 
 
 def sandbox_error(request: ExecutionRequest, error: str, backend: str, wall_s: float = 0.0) -> ExecutionResult:
@@ -90,15 +120,49 @@ def _limit(d: Any) -> LimitHit:
     return _LIMITS.get(name, LimitHit.NONE)
 
 
-def build_result(request: ExecutionRequest, report: Any, n_cases: int, backend: str) -> ExecutionResult:
-    """The typed result for a raw report. Any malformation is SANDBOX_ERROR."""
+def uses_checker(request: ExecutionRequest) -> bool:
+    """Does this request's verdict need a checker program (mode checker, STDIO)?"""
+    return TestStyle(request.style) is TestStyle.STDIO and request.compare.effective_mode == "checker"
+
+
+def cases_to_check(request: ExecutionRequest, report: Any) -> list[tuple[int, str]]:
+    """Mode checker: (index, program's stdout) of each case that ran to completion; [] for a bad report."""
+    if not uses_checker(request) or type(report) is not dict or report.get("status") != "ok":
+        return []
+    raw_cases = report.get("cases")
+    if type(raw_cases) is not list or len(raw_cases) != len(request.cases):
+        return []
+    out = []
+    for i, raw in enumerate(raw_cases):
+        try:
+            if _ran_to_completion(raw):
+                out.append((i, _get(raw, "stdout", str, "")))
+        except MalformedReport:
+            return []
+    return out
+
+
+def _ran_to_completion(raw: Any) -> bool:
+    return (_get(raw, "status", str, "") == "exited" and _limit(raw) is LimitHit.NONE
+            and _get(raw, "signal", int) is None and _get(raw, "exit_code", int) == 0
+            and not _get(raw, "stdout_truncated", bool, False))
+
+
+def build_result(request: ExecutionRequest, report: Any, n_cases: int, backend: str,
+                 checks: dict[int, CheckerVerdict] | None = None) -> ExecutionResult:
+    """The typed result for a raw report. Any malformation is SANDBOX_ERROR.
+
+    ``checks``: mode checker, the checker's verdict per case index (see :func:`cases_to_check`);
+    a case that needs one and has none is not judged (SANDBOX_ERROR, never a pass).
+    """
     try:
-        return _build(request, report, n_cases, backend)
+        return _build(request, report, n_cases, backend, checks or {})
     except (MalformedReport, TypeError, ValueError, KeyError) as exc:
         return sandbox_error(request, f"malformed sandbox report: {exc}", backend)
 
 
-def _build(request: ExecutionRequest, report: Any, n_cases: int, backend: str) -> ExecutionResult:
+def _build(request: ExecutionRequest, report: Any, n_cases: int, backend: str,
+           checks: dict[int, CheckerVerdict]) -> ExecutionResult:
     status = _get(report, "status", str, required=True)
     if status != "ok":
         return sandbox_error(request, f"sandbox harness error: {_get(report, 'error', str, '')[:2000]}", backend)
@@ -108,13 +172,17 @@ def _build(request: ExecutionRequest, report: Any, n_cases: int, backend: str) -
     style = TestStyle(request.style)
     judge = {TestStyle.HUMANEVAL: _judge_humaneval, TestStyle.FUNCTION_CALL: _judge_function_call,
              TestStyle.STDIO: _judge_stdio}[style]
-    tests, limits = [], []
+    compile_error, compile_limit = _compile_failure(report, style)
+    tests, limits, checker_failures = [], [], []
     for i, raw in enumerate(raw_cases):
         outcome, detail, case_limit = judge(request, i, raw)
-        tests.append(TestResult(index=i, outcome=outcome, detail=detail[:2000],
-                                wall_s=float(_get(raw, "wall_s", (int, float), 0.0))))
+        unjudged = False
+        if outcome is _CHECK:
+            outcome, detail, unjudged = _checked(checks.get(i))
+            if unjudged:
+                checker_failures.append(f"{CHECKER_FAILED} on case {i}: {detail}")
+        tests.append(_test_result(i, outcome, detail, case_limit, raw, style, bool(compile_error), unjudged))
         limits.append(case_limit)
-    compile_error, compile_limit = _compile_failure(report, style)
     process = _get(report, "process", dict, {})
     limits.append(_limit(process))
     hit = next((h for h in _LIMIT_PRIORITY if h in limits), LimitHit.NONE)
@@ -124,6 +192,8 @@ def _build(request: ExecutionRequest, report: Any, n_cases: int, backend: str) -
         return sandbox_error(request, KILLED_OUTSIDE, backend, _usage(report, raw_cases, process, style)[0])
     if compile_error:
         hit = compile_limit
+    elif checker_failures:
+        verdict, error = Verdict.SANDBOX_ERROR, checker_failures[0][:2000]
     wall, cpu, rss = _usage(report, raw_cases, process, style)
     cap = request.limits.output_bytes
     return ExecutionResult(
@@ -131,7 +201,76 @@ def _build(request: ExecutionRequest, report: Any, n_cases: int, backend: str) -
         stdout=_get(out, "stdout", str, "")[:cap], stderr=_get(out, "stderr", str, "")[:cap],
         exit_code=_get(out, "exit_code", int), signal=_get(out, "signal", int),
         wall_s=round(wall, 6), cpu_s=round(cpu, 6), peak_memory_mb=round(rss / 1024.0, 3),
-        limit_hit=hit, error=error, backend=backend)
+        limit_hit=hit, error=error, backend=backend, compile=_compile_step(report, style, cap),
+        files=_fetched(request, report))
+
+
+def _compile_step(report: dict, style: TestStyle, cap: int) -> CompileResult | None:
+    """The compile step as the supervisor saw it (STDIO: compiled languages, or a Python syntax error)."""
+    comp = _get(report, "compile", dict) if style is TestStyle.STDIO else None
+    if comp is None:
+        return None
+    return CompileResult(exit_code=_get(comp, "exit_code", int), signal=_get(comp, "signal", int),
+                         stdout=_get(comp, "stdout", str, "")[:cap], stderr=_get(comp, "stderr", str, "")[:cap],
+                         wall_s=round(float(_get(comp, "wall_s", (int, float), 0.0)), 6),
+                         timed_out=_get(comp, "timed_out", bool, False))
+
+
+def _fetched(request: ExecutionRequest, report: dict) -> dict[str, bytes]:
+    """The files read back after the run (base64 in the report): only those asked for, within their caps."""
+    raw = _get(report, "files", dict, {})
+    wanted, each = set(request.fetch_files), request.limits.file_size_mb << 20
+    out: dict[str, bytes] = {}
+    for name, text in raw.items():
+        if name not in wanted or type(text) is not str:
+            raise MalformedReport(f"fetched file {str(name)[:100]!r} was not asked for or is not base64 text")
+        try:
+            out[name] = binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
+        except (binascii.Error, UnicodeEncodeError):
+            raise MalformedReport(f"fetched file {name[:100]!r} is not valid base64") from None
+        if len(out[name]) > each:
+            raise MalformedReport(f"fetched file {name[:100]!r} is over its cap")
+    if sum(len(v) for v in out.values()) > FETCH_BYTES_CAP:
+        raise MalformedReport("fetched files are over their cap")
+    return out
+
+
+def _checked(check: CheckerVerdict | None) -> tuple[CaseOutcome, str, bool]:
+    """A checked case's (outcome, detail, unjudged) from the checker's verdict."""
+    if check is None:
+        return CaseOutcome.NOT_RUN, f"{CHECKER_FAILED}: no checker verdict for this case", True
+    if check.failed:
+        return CaseOutcome.NOT_RUN, check.message or CHECKER_FAILED, True
+    if check.accepted:
+        return CaseOutcome.PASSED, "", False
+    return CaseOutcome.FAILED, check.message or "the checker rejected the output", False
+
+
+_LIMIT_VERDICT = {LimitHit.WALL_TIME: Verdict.TIMEOUT, LimitHit.CPU_TIME: Verdict.TIMEOUT,
+                  LimitHit.MEMORY: Verdict.MEMORY_LIMIT, LimitHit.OUTPUT: Verdict.OUTPUT_LIMIT,
+                  LimitHit.FILE_SIZE: Verdict.OUTPUT_LIMIT}
+_OUTCOME_VERDICT = {CaseOutcome.PASSED: Verdict.ACCEPTED, CaseOutcome.FAILED: Verdict.WRONG_ANSWER,
+                    CaseOutcome.TIMEOUT: Verdict.TIMEOUT, CaseOutcome.ERROR: Verdict.RUNTIME_ERROR}
+
+
+def _test_result(i: int, outcome: CaseOutcome, detail: str, limit: LimitHit, raw: Any, style: TestStyle,
+                 compile_error: bool, unjudged: bool) -> TestResult:
+    """One case's TestResult: its own verdict, time, and (STDIO: one process per case) memory and output heads."""
+    if unjudged:
+        verdict = Verdict.SANDBOX_ERROR
+    elif outcome is CaseOutcome.NOT_RUN:
+        verdict = Verdict.COMPILE_ERROR if compile_error else Verdict.SANDBOX_ERROR
+    elif outcome is CaseOutcome.ERROR and limit in _LIMIT_VERDICT:
+        verdict = _LIMIT_VERDICT[limit]
+    else:
+        verdict = _OUTCOME_VERDICT[outcome]
+    stdio = style is TestStyle.STDIO
+    rss_kb = _get(raw, "max_rss_kb", (int, float), 0) if stdio else 0
+    return TestResult(index=i, outcome=outcome, detail=detail[:2000],
+                      wall_s=float(_get(raw, "wall_s", (int, float), 0.0)), verdict=verdict,
+                      peak_memory_mb=round(rss_kb / 1024.0, 3),
+                      stdout_head=_get(raw, "stdout", str, "")[:HEAD_CHARS] if stdio else "",
+                      stderr_head=_get(raw, "stderr", str, "")[:HEAD_CHARS] if stdio else "")
 
 
 def _verdict(tests: list[TestResult], hit: LimitHit, compile_error: str) -> tuple[Verdict, str]:
@@ -167,7 +306,7 @@ def _compile_failure(report: dict, style: TestStyle) -> tuple[str, LimitHit]:
     if style is TestStyle.STDIO:
         comp = _get(report, "compile", dict)
         if comp is not None and not _get(comp, "ok", bool, required=True):
-            text = _get(comp, "stderr", str, "")[-4000:]
+            text = (_get(comp, "stderr", str, "") + _get(comp, "stdout", str, ""))[-4000:]
             if _get(comp, "timed_out", bool, False):
                 text = ("compilation timed out\n" + text).rstrip()
             return text or "compilation failed", _limit(comp)
@@ -198,7 +337,7 @@ def _judge_function_call(request: ExecutionRequest, i: int, raw: Any) -> tuple[C
         except (codec.CodecError, RecursionError) as exc:
             return CaseOutcome.ERROR, f"malformed return value: {exc}", LimitHit.NONE
         case = request.cases[i]
-        if values_equal(case.expected, actual, request.compare.float_tolerance):
+        if values_equal(case.expected, actual, request.compare.tolerance):
             return CaseOutcome.PASSED, "", LimitHit.NONE
         return CaseOutcome.FAILED, describe_value_mismatch(case.expected, actual), LimitHit.NONE
     if status in ("error", "timeout", "not_run"):
@@ -225,10 +364,16 @@ def _judge_stdio(request: ExecutionRequest, i: int, raw: Any) -> tuple[CaseOutco
         return CaseOutcome.ERROR, f"exit status {code}" + (f": {tail[0][:300]}" if tail[0] else ""), LimitHit.NONE
     if _get(raw, "stdout_truncated", bool, False):
         return CaseOutcome.ERROR, _LIMIT_TEXT[LimitHit.OUTPUT], LimitHit.OUTPUT
+    if uses_checker(request):
+        return _CHECK, "", LimitHit.NONE       # the checker decides (build_result)
     expected, actual = request.cases[i].expected_stdout or "", _get(raw, "stdout", str, "")
-    if outputs_match(expected, actual, request.compare):
+    mismatch = describe_output_mismatch(expected, actual, request.compare)
+    if not mismatch:
         return CaseOutcome.PASSED, "", LimitHit.NONE
-    return CaseOutcome.FAILED, describe_output_mismatch(expected, actual, request.compare), LimitHit.NONE
+    return CaseOutcome.FAILED, mismatch, LimitHit.NONE
+
+
+_CHECK: Any = object()    # _judge_stdio's outcome for a case the checker decides
 
 
 def _output_source(report: dict, raw_cases: list, tests: list[TestResult], style: TestStyle) -> dict:
@@ -236,7 +381,9 @@ def _output_source(report: dict, raw_cases: list, tests: list[TestResult], style
     if style is not TestStyle.STDIO:
         return {**_get(report, "process", dict, {}), "stdout": _get(report, "stdout", str, ""),
                 "stderr": _get(report, "stderr", str, "")}
-    ran = [(t, raw) for t, raw in zip(tests, raw_cases) if _get(raw, "status", str) == "exited"]
+    # a case stopped by the time limit shows its partial output (one that never started has none)
+    ran = [(t, raw) for t, raw in zip(tests, raw_cases)
+           if _get(raw, "status", str) == "exited" or (_get(raw, "status", str) == "timeout" and "stdout" in raw)]
     for t, raw in ran:
         if t.outcome is not CaseOutcome.PASSED:
             return raw

@@ -17,6 +17,7 @@ outputs are never put on the wire (see :func:`build_wire`).
 
 from __future__ import annotations
 
+import base64
 import math
 import os
 import select
@@ -27,7 +28,7 @@ from typing import Any, Protocol
 
 from reward_core.sandbox_contract import ExecutionRequest, InvalidExecutionRequest, TestStyle
 from sandbox.languages import Language, resolve_language
-from sandbox.runtime import codec, framing
+from sandbox.runtime import codec, framing, scratch_files
 from sandbox.runtime.check_split import CheckCodeError, check_prompt, count_cases
 
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024
@@ -217,6 +218,8 @@ def validate_request(request: ExecutionRequest, languages: Mapping[str, Language
         raise InvalidExecutionRequest(f"{style.value} tests need at least one case")
     if style is TestStyle.STDIO and any(c.expected_stdout is None for c in request.cases):
         raise InvalidExecutionRequest("every stdio case needs expected_stdout")
+    if style is not TestStyle.STDIO and (request.files or request.fetch_files or request.args):
+        raise InvalidExecutionRequest(f"files, fetch_files and args apply to stdio tests only, not {style.value}")
     return language
 
 
@@ -250,6 +253,7 @@ def build_wire(request: ExecutionRequest, language: Language) -> WireRequest:
     # A runtime's own floor (a JVM's threads and heap): limits that only fit Python would kill it.
     limits["memory_mb"] = max(int(limits["memory_mb"]), language.min_memory_mb)
     limits["max_processes"] = max(int(limits["max_processes"]), language.min_processes)
+    limits["open_files"] = max(int(limits["open_files"]), language.min_open_files)
     source_file, compile_argv, run_argv = language.for_code(request.code)
     cases = [_encode_case(c, style) for c in request.cases] if style is not TestStyle.HUMANEVAL else []
     n_cases = count_cases(request.check_code) if style is TestStyle.HUMANEVAL else len(cases)
@@ -260,7 +264,14 @@ def build_wire(request: ExecutionRequest, language: Language) -> WireRequest:
                            "fast_path": language.fast_path_python, "env": dict(language.env),
                            "address_space_mb": language.address_space_mb},
               "has_secret": style is TestStyle.HUMANEVAL}
+    if request.files or request.fetch_files or request.args:   # to B over its channel (runtime/scratch_files.py)
+        public["files"] = {name: base64.b64encode(bytes(content)).decode("ascii")
+                           for name, content in request.files.items()}
+        public["fetch_files"] = [str(name) for name in request.fetch_files]
+        public["args"] = [str(arg) for arg in request.args]
     secret = {"op": "secret", "check_code": request.check_code, "prompt": request.prompt} \
         if style is TestStyle.HUMANEVAL else None
     timeout = lim.wall_s + (lim.compile_wall_s if language.compile else 0.0) + HOST_MARGIN_S + 0.05 * n_cases
+    if request.fetch_files:
+        timeout += scratch_files.FETCH_WALL_S
     return WireRequest(public=public, secret=secret, n_cases=n_cases, host_timeout_s=timeout)

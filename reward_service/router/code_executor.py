@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult
 from reward_service.tasks.code_task import CodeTask
+from sandbox.language_list import executor_versions
 from sandbox.languages import Language
 from sandbox.request_limits import RequestLimits
 from sandbox.servicer import SandboxServicer
@@ -28,6 +29,10 @@ class CodeTaskExecutor:
 
     def execute_batch(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult]:
         return list(self._task.executor().execute_batch(requests))
+
+    def language_versions(self) -> dict[str, str]:
+        """ListLanguages' versions: those of the task's executor (see sandbox/language_list.py)."""
+        return executor_versions(self._task.executor(), self._task.language_table())
 
     def close(self) -> None:
         """Nothing: the task owns the executor (the Scorer closes it)."""

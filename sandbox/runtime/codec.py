@@ -33,16 +33,31 @@ than :data:`MAX_DEPTH` is a :class:`CodecError`.
 
 Stdlib only: this module runs inside the sandbox and on the host
 (``sandbox.runtime.codec``).
+
+Inside the sandbox, B encodes return values and decodes arguments *after* the program loaded,
+in the program's own interpreter. So this module looks up nothing the program can rebind: its
+functions use a private copy of the builtins taken at import (in the zygote, before any
+program), and the library functions it needs (base64, isfinite, json's C encoder and scanner)
+are bound here at import too. A program that sets ``builtins.isinstance``, ``json.JSONEncoder``
+or ``binascii.b2a_base64`` changes its own interpreter, not the codec (see ARCHITECTURE.md, "B's
+harness after the program").
 """
 
 from __future__ import annotations
 
-import base64
 import binascii
+import builtins
 import json
+import json.decoder
+import json.encoder
 import math
 from typing import Any
 
+__builtins__ = dict(vars(builtins))   # the functions below resolve builtins here (see above)
+
+_isfinite = math.isfinite
+_b2a_base64 = binascii.b2a_base64
+_a2b_base64 = binascii.a2b_base64
 MAX_DEPTH = 100
 _SAFE_INT = 2 ** 53
 
@@ -65,7 +80,7 @@ def encode(value: Any, _depth: int = 0) -> Any:
     if t is int:
         return value if -_SAFE_INT < value < _SAFE_INT else {"int": format(value, "x")}
     if t is float:
-        if math.isfinite(value):
+        if _isfinite(value):
             return value
         return {"float": "nan" if value != value else ("inf" if value > 0 else "-inf")}
     d = _depth + 1
@@ -78,7 +93,7 @@ def encode(value: Any, _depth: int = 0) -> Any:
     if t is set or t is frozenset:
         return {"set" if t is set else "frozenset": [encode(v, d) for v in value]}
     if t is bytes:
-        return {"bytes": base64.b64encode(value).decode("ascii")}
+        return {"bytes": _b2a_base64(value, newline=False).decode("ascii")}
     if t is complex:
         return {"complex": [encode(value.real, d), encode(value.imag, d)]}
     raise Unserializable(f"{t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else t.__qualname__)
@@ -92,7 +107,7 @@ def decode(obj: Any, _depth: int = 0) -> Any:
     if obj is None or t is bool or t is str or t is int:
         return obj
     if t is float:
-        if not math.isfinite(obj):
+        if not _isfinite(obj):
             raise CodecError("non-finite float must be tagged")
         return obj
     d = _depth + 1
@@ -143,7 +158,7 @@ def _dict(payload: Any, depth: int) -> dict:
 def _bytes(payload: Any, depth: int) -> bytes:
     if type(payload) is not str:
         raise CodecError("bytes payload must be base64 text")
-    return base64.b64decode(payload.encode("ascii"), validate=True)
+    return _a2b_base64(payload.encode("ascii"), strict_mode=True)   # = base64.b64decode(validate=True)
 
 
 def _complex(payload: Any, depth: int) -> complex:
@@ -171,9 +186,20 @@ def _reject_constant(name: str) -> Any:
     raise CodecError(f"bare {name} is not allowed; use the float tag")
 
 
+def _not_json(obj: Any) -> Any:
+    raise TypeError(f"{type(obj).__name__} is not JSON-able")
+
+
 # Built once (and in the zygote, before any fork): json.dumps/loads with non-default options
-# would build a new encoder/decoder on every call -- allocations that cost B page faults.
+# would build a new encoder/decoder on every call -- allocations that cost B page faults. Their
+# C parts are called directly: JSONEncoder.encode and JSONDecoder.decode are Python methods of
+# classes a program can patch. (What they do around the C calls is repeated below.)
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_SCAN = _DECODER.scan_once
+_SKIP_SPACE = json.decoder.WHITESPACE.match
+_ENCODE_STR = json.encoder.encode_basestring
+_ENCODE = (json.encoder.c_make_encoder(None, _not_json, _ENCODE_STR, None, ":", ",", False, False, False)
+           if json.encoder.c_make_encoder is not None else None)   # markers None: encode()'s trees are acyclic
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -182,7 +208,13 @@ def loads_json(text: str | bytes) -> Any:
     try:
         if type(text) is not str:
             text = text.decode("utf-8")
-        return _DECODER.decode(text)
+        try:
+            obj, end = _SCAN(text, _SKIP_SPACE(text, 0).end())
+        except StopIteration as stop:
+            raise CodecError(f"malformed JSON: expecting a value at {stop.value}") from None
+        if _SKIP_SPACE(text, end).end() != len(text):
+            raise CodecError(f"malformed JSON: extra data at {end}")
+        return obj
     except (ValueError, RecursionError) as exc:   # JSONDecodeError, huge decimal ints, UnicodeDecodeError
         if isinstance(exc, CodecError):
             raise
@@ -191,4 +223,8 @@ def loads_json(text: str | bytes) -> Any:
 
 def dumps_json(obj: Any) -> str:
     """Compact JSON for the wire. ``obj`` must already be JSON-able (e.g. via encode)."""
-    return _ENCODER.encode(obj)
+    if _ENCODE is None:                      # a Python without the _json accelerator
+        return _ENCODER.encode(obj)
+    if type(obj) is str:
+        return _ENCODE_STR(obj)
+    return "".join(_ENCODE(obj, 0))

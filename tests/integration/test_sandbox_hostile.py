@@ -1,7 +1,9 @@
 """Hostile programs against every sandbox backend: none may pass, none may leave a trace on the host.
 
 The programs are data (``tests/integration/hostile/``): escape, exhaustion, persistence
-and harness gaming, in Python and C++, in all three test styles. For each one, on each
+and harness gaming, in Python and C++ in all three test styles, and in Java, Go, Rust,
+JavaScript and bash (``hostile/languages.py``: skipped where the toolchain is missing, a
+failure under SANDBOX_REQUIRE_LANGUAGES=1). For each one, on each
 backend, the test checks that
 
 * the verdict is not a pass, is one the program may get (a limit verdict for
@@ -41,9 +43,10 @@ import pytest
 
 from reward_core.sandbox_contract import ExecutionResult, Executor, Limits, Verdict
 from reward_core.sandbox_contract import TestStyle as Style
-from tests.integration.hostile import PROGRAMS, Category, HostileProgram, legit
+from tests.integration.hostile import LEGIT_PROGRAMS, PROGRAMS, Category, HostileProgram, legit
 from tests.integration.hostile.host_probe import HostProbe, MemoryWatch
 from tests.integration.hostile.model import CONTROL, TIMEOUT, followup_request, source, to_request, victim_request
+from tests.language_programs import require_language
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,9 +57,14 @@ LIMITS = Limits(wall_s=2.0, cpu_s=2.0, memory_mb=256, max_processes=32, file_siz
 #: exhaustion program (with its neighbour) has taken 9 s against a 2 s limit; speed is benchmarked.
 HOST_MARGIN_FACTOR = 2.0
 HOST_MARGIN_S = 20.0
-#: How far MemAvailable may dip while a memory balloon runs (its memory limit, twice, and slack).
-PEAK_MEMORY_DROP_MB = 2 * LIMITS.memory_mb + 256
+#: How far MemAvailable may dip while a memory balloon runs: its memory limit, twice, and slack. The
+#: limit is the request's raised to its language's floor (min_memory_mb: a JVM, Go, rustc get 512 MB).
+PEAK_MEMORY_SLACK_MB = 256
 SLOTS = 2
+#: Languages every sandbox runs (the core set); the others' programs need their toolchain.
+CORE_LANGUAGES = ("python", "cpp")
+#: The languages with attacks of their own, each in every category (hostile/languages.py).
+ATTACKED_LANGUAGES = ("java", "go", "rust", "nodejs", "bash")
 #: A hostile program that dies of one of these never ran its attack: the test would prove nothing.
 BROKEN_PROGRAM = ("ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError", "NameError")
 
@@ -127,6 +135,12 @@ def _time_budget(program: HostileProgram, limits: Limits) -> float:
     return HOST_MARGIN_FACTOR * (limits.wall_s + compile_s) + HOST_MARGIN_S
 
 
+def _memory_mb(executor: Executor, program: HostileProgram, limits: Limits) -> int:
+    """The memory limit the program runs under: the request's, or its language's floor if higher."""
+    language = getattr(executor, "languages", {}).get(program.language)
+    return max(int(limits.memory_mb), getattr(language, "min_memory_mb", 0))
+
+
 def _run(executor: Executor, program: HostileProgram, request) -> tuple[ExecutionResult, list[str], float]:
     """Run the program (an exhaustion one with a correct program beside it in the other slot)."""
     watch = MemoryWatch() if program.watch_memory else contextlib.nullcontext()
@@ -142,9 +156,10 @@ def _run(executor: Executor, program: HostileProgram, request) -> tuple[Executio
         else:
             result = executor.execute(request)
     elapsed = time.monotonic() - started
-    if isinstance(watch, MemoryWatch) and watch.start_mb - watch.lowest_mb > PEAK_MEMORY_DROP_MB:
+    memory_mb = _memory_mb(executor, program, request.limits)
+    if isinstance(watch, MemoryWatch) and watch.start_mb - watch.lowest_mb > 2 * memory_mb + PEAK_MEMORY_SLACK_MB:
         problems.append(f"host MemAvailable dipped by {watch.start_mb - watch.lowest_mb:.0f} MB during the run "
-                        f"(limit {LIMITS.memory_mb} MB)")
+                        f"(limit {memory_mb} MB)")
     if elapsed > _time_budget(program, request.limits):
         problems.append(f"took {elapsed:.1f}s, over the {_time_budget(program, request.limits):.1f}s budget")
     return result, problems, elapsed
@@ -182,6 +197,8 @@ def _aftermath(executor: Executor, program: HostileProgram, probe: HostProbe) ->
 @pytest.mark.parametrize("program", _params())
 def test_hostile_program_neither_passes_nor_leaks(executor: Executor, probe: HostProbe,
                                                   program: HostileProgram) -> None:
+    if program.language not in CORE_LANGUAGES:
+        require_language(executor.languages, program.language)
     request = to_request(program, probe.session, LIMITS)
     if program.after_victim:
         victims = executor.execute_batch([victim_request(probe.session, LIMITS)] * SLOTS)
@@ -198,9 +215,11 @@ def test_hostile_program_neither_passes_nor_leaks(executor: Executor, probe: Hos
     assert not problems, _describe(program, result, elapsed) + "\n  - " + "\n  - ".join(problems)
 
 
-@pytest.mark.parametrize("program", legit.PROGRAMS, ids=lambda p: p.name)
+@pytest.mark.parametrize("program", LEGIT_PROGRAMS, ids=lambda p: p.name)
 def test_a_correct_program_passes(executor: Executor, probe: HostProbe, program: legit.LegitProgram) -> None:
     """The defences must not fail a correct solution (a 0 for a right answer is a wrong reward)."""
+    if program.language not in CORE_LANGUAGES:
+        require_language(executor.languages, program.language)
     result = executor.execute(legit.to_request(program, LIMITS))
     assert result.passed, (f"{program.name}: {program.description}\n  verdict={result.verdict.value} "
                            f"limit_hit={result.limit_hit.value!r} peak={result.peak_memory_mb:.0f} MB "
@@ -229,6 +248,9 @@ def test_the_suite_covers_every_attack_class() -> None:
     by_category = collections.Counter(p.category for p in PROGRAMS)
     assert len(PROGRAMS) >= 40
     assert all(by_category[c] >= 8 for c in Category), by_category
-    assert {p.language for p in PROGRAMS} == {"python", "cpp"}
+    assert {p.language for p in PROGRAMS} == {*CORE_LANGUAGES, *ATTACKED_LANGUAGES}
+    for language in ATTACKED_LANGUAGES:
+        assert {p.category for p in PROGRAMS if p.language == language} == set(Category), language
+    assert {p.language for p in LEGIT_PROGRAMS} >= {"java", "go", "rust"}
     assert {p.style for p in PROGRAMS} == set(Style)
     assert not any(Verdict.ACCEPTED in p.allowed or Verdict.SANDBOX_ERROR in p.allowed for p in PROGRAMS)

@@ -150,3 +150,80 @@ def test_a_result_without_a_verdict_is_a_sandbox_error_never_a_pass():
 def test_utf8_safe_leaves_valid_text_alone():
     text = "héllo ✓ \U0001F600"
     assert convert.utf8_safe(text) is text
+
+
+# --- files in and out, run arguments, the compile step ---------------------------------------------
+
+
+def stdio_request(**fields) -> ex.ExecutionRequest:
+    return ex.ExecutionRequest(code="print(1)", style=ex.TestStyle.STDIO,
+                               cases=(ex.TestCase(stdin="", expected_stdout="1\n"),), **fields)
+
+
+def test_files_fetch_files_and_args_survive_the_wire():
+    request = stdio_request(files={"in.txt": b"\x00\xff binary", "data/deep/b.csv": b"a,b\n"},
+                            fetch_files=("out.txt", "data/result.bin"), args=("-v", "two words", "ünï"))
+    wire = convert.request_to_proto(request)
+    assert dict(wire.files) == dict(request.files) and list(wire.args) == list(request.args)
+    assert roundtrip(request) == request
+
+
+def test_a_request_without_files_sends_none():
+    wire = convert.request_to_proto(stdio_request())
+    assert not wire.files and not wire.fetch_files and not wire.args
+
+
+@pytest.mark.parametrize("name", ["../up.txt", "/etc/passwd", "a/../../b", "./a", "a//b", "dir/", "", "nul\0x"])
+def test_a_file_name_outside_the_scratch_dir_is_an_invalid_request(name):
+    with pytest.raises(ex.InvalidExecutionRequest, match="name"):
+        stdio_request(files={name: b"x"})
+    with pytest.raises(ex.InvalidExecutionRequest, match="name"):
+        stdio_request(fetch_files=(name,))
+
+
+def test_a_file_over_the_file_size_limit_or_files_over_the_scratch_limit_are_invalid_requests():
+    with pytest.raises(ex.InvalidExecutionRequest, match="file_size_mb=1"):
+        stdio_request(files={"big": b"x" * ((1 << 20) + 1)}, limits=ex.Limits(file_size_mb=1))
+    with pytest.raises(ex.InvalidExecutionRequest, match="scratch_mb=1"):
+        stdio_request(files={"a": b"x" * (600 << 10), "b": b"x" * (600 << 10)}, limits=ex.Limits(scratch_mb=1))
+
+
+def test_a_file_that_is_also_a_directory_of_another_is_an_invalid_request():
+    with pytest.raises(ex.InvalidExecutionRequest, match="also a directory"):
+        stdio_request(files={"a": b"1", "a/b": b"2"})
+
+
+def test_file_contents_must_be_bytes():
+    with pytest.raises(ex.InvalidExecutionRequest, match="must be bytes"):
+        stdio_request(files={"a.txt": "text"})
+
+
+def test_files_from_the_wire_are_validated_too():
+    msg = convert.request_to_proto(stdio_request())
+    msg.files["../x"] = b"1"
+    with pytest.raises(ex.InvalidExecutionRequest, match="relative path"):
+        convert.request_from_proto(msg)
+
+
+def test_the_compile_step_and_fetched_files_survive_the_wire():
+    result = full_result(verdict=ex.Verdict.COMPILE_ERROR, files={"out.bin": b"\x00\x01", "o/t.txt": b""},
+                         compile=ex.CompileResult(exit_code=1, stdout="note", stderr="main.cpp:1: error",
+                                                  wall_s=0.25))
+    assert result_roundtrip(result) == result
+
+
+def test_a_killed_compile_step_keeps_no_exit_code_and_its_signal():
+    step = ex.CompileResult(exit_code=None, signal=9, stderr="partial", wall_s=30.0, timed_out=True)
+    back = result_roundtrip(full_result(compile=step)).compile
+    assert back == step and back.exit_code is None and not back.ok
+
+
+def test_no_compile_step_stays_none_and_a_clean_one_keeps_exit_code_zero():
+    assert result_roundtrip(full_result()).compile is None
+    assert result_roundtrip(full_result(compile=ex.CompileResult(exit_code=0))).compile.exit_code == 0
+
+
+def test_a_memory_limit_verdict_survives_the_wire():
+    result = full_result(verdict=ex.Verdict.MEMORY_LIMIT, limit_hit=ex.LimitHit.MEMORY, exit_code=None, signal=9)
+    back = result_roundtrip(result)
+    assert (back.verdict, back.limit_hit, back.signal) == (ex.Verdict.MEMORY_LIMIT, ex.LimitHit.MEMORY, 9)

@@ -24,37 +24,53 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17reward/v1/sandbox.proto\x12\treward.v1\"\x8a\x01\n\x08TestCase\x12\r\n\x05stdin\x18\x01 \x01(\t\x12\x1c\n\x0f\x65xpected_stdout\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\targs_json\x18\x03 \x01(\t\x12\x13\n\x0bkwargs_json\x18\x04 \x01(\t\x12\x15\n\rexpected_json\x18\x05 \x01(\tB\x12\n\x10_expected_stdout\"\xbd\x01\n\x06Limits\x12\x0e\n\x06wall_s\x18\x01 \x01(\x01\x12\r\n\x05\x63pu_s\x18\x02 \x01(\x01\x12\x11\n\tmemory_mb\x18\x03 \x01(\x05\x12\x15\n\rmax_processes\x18\x04 \x01(\x05\x12\x14\n\x0c\x66ile_size_mb\x18\x05 \x01(\x05\x12\x12\n\nscratch_mb\x18\x06 \x01(\x05\x12\x12\n\nopen_files\x18\x07 \x01(\x05\x12\x14\n\x0coutput_bytes\x18\x08 \x01(\x03\x12\x16\n\x0e\x63ompile_wall_s\x18\t \x01(\x01\"\xc9\x01\n\rOutputCompare\x12\x1c\n\x0f\x66loat_tolerance\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\'\n\x1aignore_trailing_whitespace\x18\x02 \x01(\x08H\x01\x88\x01\x01\x12#\n\x16normalize_line_endings\x18\x03 \x01(\x08H\x02\x88\x01\x01\x42\x12\n\x10_float_toleranceB\x1d\n\x1b_ignore_trailing_whitespaceB\x19\n\x17_normalize_line_endings\"\x8e\x02\n\x10\x45xecutionRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04\x63ode\x18\x02 \x01(\t\x12\x10\n\x08language\x18\x03 \x01(\t\x12#\n\x05style\x18\x04 \x01(\x0e\x32\x14.reward.v1.TestStyle\x12\x12\n\ncheck_code\x18\x05 \x01(\t\x12\x13\n\x0b\x65ntry_point\x18\x06 \x01(\t\x12\"\n\x05\x63\x61ses\x18\x07 \x03(\x0b\x32\x13.reward.v1.TestCase\x12!\n\x06limits\x18\x08 \x01(\x0b\x32\x11.reward.v1.Limits\x12)\n\x07\x63ompare\x18\t \x01(\x0b\x32\x18.reward.v1.OutputCompare\x12\x0e\n\x06prompt\x18\n \x01(\t\"D\n\x13\x45xecuteBatchRequest\x12-\n\x08requests\x18\x01 \x03(\x0b\x32\x1b.reward.v1.ExecutionRequest\"d\n\nTestResult\x12\r\n\x05index\x18\x01 \x01(\x05\x12\'\n\x07outcome\x18\x02 \x01(\x0e\x32\x16.reward.v1.CaseOutcome\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\x12\x0e\n\x06wall_s\x18\x04 \x01(\x01\"\x88\x03\n\x0f\x45xecutionResult\x12\n\n\x02id\x18\x01 \x01(\t\x12#\n\x07verdict\x18\x02 \x01(\x0e\x32\x12.reward.v1.Verdict\x12\x0e\n\x06passed\x18\x03 \x01(\x08\x12$\n\x05tests\x18\x04 \x03(\x0b\x32\x15.reward.v1.TestResult\x12\x14\n\x0ctests_passed\x18\x05 \x01(\x05\x12\x13\n\x0btests_total\x18\x06 \x01(\x05\x12\x0e\n\x06stdout\x18\x07 \x01(\t\x12\x0e\n\x06stderr\x18\x08 \x01(\t\x12\x16\n\texit_code\x18\t \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x06signal\x18\n \x01(\x05H\x01\x88\x01\x01\x12\x0e\n\x06wall_s\x18\x0b \x01(\x01\x12\r\n\x05\x63pu_s\x18\x0c \x01(\x01\x12\x16\n\x0epeak_memory_mb\x18\r \x01(\x01\x12&\n\tlimit_hit\x18\x0e \x01(\x0e\x32\x13.reward.v1.LimitHit\x12\r\n\x05\x65rror\x18\x0f \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x10 \x01(\tB\x0c\n\n_exit_codeB\t\n\x07_signal\"C\n\x14\x45xecuteBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.reward.v1.ExecutionResult*u\n\tTestStyle\x12\x1a\n\x16TEST_STYLE_UNSPECIFIED\x10\x00\x12\x18\n\x14TEST_STYLE_HUMANEVAL\x10\x01\x12\x14\n\x10TEST_STYLE_STDIO\x10\x02\x12\x1c\n\x18TEST_STYLE_FUNCTION_CALL\x10\x03*\xec\x01\n\x07Verdict\x12\x17\n\x13VERDICT_UNSPECIFIED\x10\x00\x12\x14\n\x10VERDICT_ACCEPTED\x10\x01\x12\x18\n\x14VERDICT_WRONG_ANSWER\x10\x02\x12\x19\n\x15VERDICT_RUNTIME_ERROR\x10\x03\x12\x13\n\x0fVERDICT_TIMEOUT\x10\x04\x12\x18\n\x14VERDICT_MEMORY_LIMIT\x10\x05\x12\x18\n\x14VERDICT_OUTPUT_LIMIT\x10\x06\x12\x19\n\x15VERDICT_COMPILE_ERROR\x10\x07\x12\x19\n\x15VERDICT_SANDBOX_ERROR\x10\x08*\xa9\x01\n\x0b\x43\x61seOutcome\x12\x1c\n\x18\x43\x41SE_OUTCOME_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43\x41SE_OUTCOME_PASSED\x10\x01\x12\x17\n\x13\x43\x41SE_OUTCOME_FAILED\x10\x02\x12\x16\n\x12\x43\x41SE_OUTCOME_ERROR\x10\x03\x12\x18\n\x14\x43\x41SE_OUTCOME_TIMEOUT\x10\x04\x12\x18\n\x14\x43\x41SE_OUTCOME_NOT_RUN\x10\x05*\xad\x01\n\x08LimitHit\x12\x12\n\x0eLIMIT_HIT_NONE\x10\x00\x12\x17\n\x13LIMIT_HIT_WALL_TIME\x10\x01\x12\x16\n\x12LIMIT_HIT_CPU_TIME\x10\x02\x12\x14\n\x10LIMIT_HIT_MEMORY\x10\x03\x12\x14\n\x10LIMIT_HIT_OUTPUT\x10\x04\x12\x17\n\x13LIMIT_HIT_FILE_SIZE\x10\x05\x12\x17\n\x13LIMIT_HIT_PROCESSES\x10\x06\x32\xa5\x01\n\x0eSandboxService\x12\x42\n\x07\x45xecute\x12\x1b.reward.v1.ExecutionRequest\x1a\x1a.reward.v1.ExecutionResult\x12O\n\x0c\x45xecuteBatch\x12\x1e.reward.v1.ExecuteBatchRequest\x1a\x1f.reward.v1.ExecuteBatchResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17reward/v1/sandbox.proto\x12\treward.v1\"\x8a\x01\n\x08TestCase\x12\r\n\x05stdin\x18\x01 \x01(\t\x12\x1c\n\x0f\x65xpected_stdout\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\targs_json\x18\x03 \x01(\t\x12\x13\n\x0bkwargs_json\x18\x04 \x01(\t\x12\x15\n\rexpected_json\x18\x05 \x01(\tB\x12\n\x10_expected_stdout\"\xbd\x01\n\x06Limits\x12\x0e\n\x06wall_s\x18\x01 \x01(\x01\x12\r\n\x05\x63pu_s\x18\x02 \x01(\x01\x12\x11\n\tmemory_mb\x18\x03 \x01(\x05\x12\x15\n\rmax_processes\x18\x04 \x01(\x05\x12\x14\n\x0c\x66ile_size_mb\x18\x05 \x01(\x05\x12\x12\n\nscratch_mb\x18\x06 \x01(\x05\x12\x12\n\nopen_files\x18\x07 \x01(\x05\x12\x14\n\x0coutput_bytes\x18\x08 \x01(\x03\x12\x16\n\x0e\x63ompile_wall_s\x18\t \x01(\x01\"\x87\x02\n\rOutputCompare\x12\x1c\n\x0f\x66loat_tolerance\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\'\n\x1aignore_trailing_whitespace\x18\x02 \x01(\x08H\x01\x88\x01\x01\x12#\n\x16normalize_line_endings\x18\x03 \x01(\x08H\x02\x88\x01\x01\x12\x0c\n\x04mode\x18\x04 \x01(\t\x12\x14\n\x0c\x63hecker_code\x18\x05 \x01(\t\x12\x18\n\x10\x63hecker_language\x18\x06 \x01(\tB\x12\n\x10_float_toleranceB\x1d\n\x1b_ignore_trailing_whitespaceB\x19\n\x17_normalize_line_endings\"\x96\x03\n\x10\x45xecutionRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04\x63ode\x18\x02 \x01(\t\x12\x10\n\x08language\x18\x03 \x01(\t\x12#\n\x05style\x18\x04 \x01(\x0e\x32\x14.reward.v1.TestStyle\x12\x12\n\ncheck_code\x18\x05 \x01(\t\x12\x13\n\x0b\x65ntry_point\x18\x06 \x01(\t\x12\"\n\x05\x63\x61ses\x18\x07 \x03(\x0b\x32\x13.reward.v1.TestCase\x12!\n\x06limits\x18\x08 \x01(\x0b\x32\x11.reward.v1.Limits\x12)\n\x07\x63ompare\x18\t \x01(\x0b\x32\x18.reward.v1.OutputCompare\x12\x0e\n\x06prompt\x18\n \x01(\t\x12\x35\n\x05\x66iles\x18\x0b \x03(\x0b\x32&.reward.v1.ExecutionRequest.FilesEntry\x12\x13\n\x0b\x66\x65tch_files\x18\x0c \x03(\t\x12\x0c\n\x04\x61rgs\x18\r \x03(\t\x1a,\n\nFilesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"D\n\x13\x45xecuteBatchRequest\x12-\n\x08requests\x18\x01 \x03(\x0b\x32\x1b.reward.v1.ExecutionRequest\"\xcb\x01\n\nTestResult\x12\r\n\x05index\x18\x01 \x01(\x05\x12\'\n\x07outcome\x18\x02 \x01(\x0e\x32\x16.reward.v1.CaseOutcome\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\x12\x0e\n\x06wall_s\x18\x04 \x01(\x01\x12#\n\x07verdict\x18\x05 \x01(\x0e\x32\x12.reward.v1.Verdict\x12\x16\n\x0epeak_memory_mb\x18\x06 \x01(\x01\x12\x13\n\x0bstdout_head\x18\x07 \x01(\t\x12\x13\n\x0bstderr_head\x18\x08 \x01(\t\"\x97\x04\n\x0f\x45xecutionResult\x12\n\n\x02id\x18\x01 \x01(\t\x12#\n\x07verdict\x18\x02 \x01(\x0e\x32\x12.reward.v1.Verdict\x12\x0e\n\x06passed\x18\x03 \x01(\x08\x12$\n\x05tests\x18\x04 \x03(\x0b\x32\x15.reward.v1.TestResult\x12\x14\n\x0ctests_passed\x18\x05 \x01(\x05\x12\x13\n\x0btests_total\x18\x06 \x01(\x05\x12\x0e\n\x06stdout\x18\x07 \x01(\t\x12\x0e\n\x06stderr\x18\x08 \x01(\t\x12\x16\n\texit_code\x18\t \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x06signal\x18\n \x01(\x05H\x01\x88\x01\x01\x12\x0e\n\x06wall_s\x18\x0b \x01(\x01\x12\r\n\x05\x63pu_s\x18\x0c \x01(\x01\x12\x16\n\x0epeak_memory_mb\x18\r \x01(\x01\x12&\n\tlimit_hit\x18\x0e \x01(\x0e\x32\x13.reward.v1.LimitHit\x12\r\n\x05\x65rror\x18\x0f \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x10 \x01(\t\x12)\n\x07\x63ompile\x18\x11 \x01(\x0b\x32\x18.reward.v1.CompileResult\x12\x34\n\x05\x66iles\x18\x12 \x03(\x0b\x32%.reward.v1.ExecutionResult.FilesEntry\x1a,\n\nFilesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\x42\x0c\n\n_exit_codeB\t\n\x07_signal\"\x98\x01\n\rCompileResult\x12\x16\n\texit_code\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x0e\n\x06stdout\x18\x02 \x01(\t\x12\x0e\n\x06stderr\x18\x03 \x01(\t\x12\x0e\n\x06wall_s\x18\x04 \x01(\x01\x12\x11\n\ttimed_out\x18\x05 \x01(\x08\x12\x13\n\x06signal\x18\x06 \x01(\x05H\x01\x88\x01\x01\x42\x0c\n\n_exit_codeB\t\n\x07_signal\"C\n\x14\x45xecuteBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.reward.v1.ExecutionResult\"\x16\n\x14ListLanguagesRequest\"\xc0\x01\n\x0cLanguageInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61liases\x18\x02 \x03(\t\x12\x11\n\tavailable\x18\x03 \x01(\x08\x12\x0f\n\x07version\x18\x04 \x01(\t\x12\x10\n\x08\x63ompiled\x18\x05 \x01(\x08\x12\x0e\n\x06reason\x18\x06 \x01(\t\x12\x14\n\x0cinstall_hint\x18\x07 \x01(\t\x12\x16\n\x0etest_framework\x18\x08 \x01(\x08\x12\x0b\n\x03set\x18\t \x01(\t\x12\x10\n\x08packages\x18\n \x03(\t\"T\n\x15ListLanguagesResponse\x12*\n\tlanguages\x18\x01 \x03(\x0b\x32\x17.reward.v1.LanguageInfo\x12\x0f\n\x07\x62\x61\x63kend\x18\x02 \x01(\t*u\n\tTestStyle\x12\x1a\n\x16TEST_STYLE_UNSPECIFIED\x10\x00\x12\x18\n\x14TEST_STYLE_HUMANEVAL\x10\x01\x12\x14\n\x10TEST_STYLE_STDIO\x10\x02\x12\x1c\n\x18TEST_STYLE_FUNCTION_CALL\x10\x03*\xec\x01\n\x07Verdict\x12\x17\n\x13VERDICT_UNSPECIFIED\x10\x00\x12\x14\n\x10VERDICT_ACCEPTED\x10\x01\x12\x18\n\x14VERDICT_WRONG_ANSWER\x10\x02\x12\x19\n\x15VERDICT_RUNTIME_ERROR\x10\x03\x12\x13\n\x0fVERDICT_TIMEOUT\x10\x04\x12\x18\n\x14VERDICT_MEMORY_LIMIT\x10\x05\x12\x18\n\x14VERDICT_OUTPUT_LIMIT\x10\x06\x12\x19\n\x15VERDICT_COMPILE_ERROR\x10\x07\x12\x19\n\x15VERDICT_SANDBOX_ERROR\x10\x08*\xa9\x01\n\x0b\x43\x61seOutcome\x12\x1c\n\x18\x43\x41SE_OUTCOME_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43\x41SE_OUTCOME_PASSED\x10\x01\x12\x17\n\x13\x43\x41SE_OUTCOME_FAILED\x10\x02\x12\x16\n\x12\x43\x41SE_OUTCOME_ERROR\x10\x03\x12\x18\n\x14\x43\x41SE_OUTCOME_TIMEOUT\x10\x04\x12\x18\n\x14\x43\x41SE_OUTCOME_NOT_RUN\x10\x05*\xad\x01\n\x08LimitHit\x12\x12\n\x0eLIMIT_HIT_NONE\x10\x00\x12\x17\n\x13LIMIT_HIT_WALL_TIME\x10\x01\x12\x16\n\x12LIMIT_HIT_CPU_TIME\x10\x02\x12\x14\n\x10LIMIT_HIT_MEMORY\x10\x03\x12\x14\n\x10LIMIT_HIT_OUTPUT\x10\x04\x12\x17\n\x13LIMIT_HIT_FILE_SIZE\x10\x05\x12\x17\n\x13LIMIT_HIT_PROCESSES\x10\x06\x32\xf9\x01\n\x0eSandboxService\x12\x42\n\x07\x45xecute\x12\x1b.reward.v1.ExecutionRequest\x1a\x1a.reward.v1.ExecutionResult\x12O\n\x0c\x45xecuteBatch\x12\x1e.reward.v1.ExecuteBatchRequest\x1a\x1f.reward.v1.ExecuteBatchResponse\x12R\n\rListLanguages\x12\x1f.reward.v1.ListLanguagesRequest\x1a .reward.v1.ListLanguagesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'reward.v1.sandbox_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TESTSTYLE']._serialized_start=1484
-  _globals['_TESTSTYLE']._serialized_end=1601
-  _globals['_VERDICT']._serialized_start=1604
-  _globals['_VERDICT']._serialized_end=1840
-  _globals['_CASEOUTCOME']._serialized_start=1843
-  _globals['_CASEOUTCOME']._serialized_end=2012
-  _globals['_LIMITHIT']._serialized_start=2015
-  _globals['_LIMITHIT']._serialized_end=2188
+  _globals['_EXECUTIONREQUEST_FILESENTRY']._loaded_options = None
+  _globals['_EXECUTIONREQUEST_FILESENTRY']._serialized_options = b'8\001'
+  _globals['_EXECUTIONRESULT_FILESENTRY']._loaded_options = None
+  _globals['_EXECUTIONRESULT_FILESENTRY']._serialized_options = b'8\001'
+  _globals['_TESTSTYLE']._serialized_start=2389
+  _globals['_TESTSTYLE']._serialized_end=2506
+  _globals['_VERDICT']._serialized_start=2509
+  _globals['_VERDICT']._serialized_end=2745
+  _globals['_CASEOUTCOME']._serialized_start=2748
+  _globals['_CASEOUTCOME']._serialized_end=2917
+  _globals['_LIMITHIT']._serialized_start=2920
+  _globals['_LIMITHIT']._serialized_end=3093
   _globals['_TESTCASE']._serialized_start=39
   _globals['_TESTCASE']._serialized_end=177
   _globals['_LIMITS']._serialized_start=180
   _globals['_LIMITS']._serialized_end=369
   _globals['_OUTPUTCOMPARE']._serialized_start=372
-  _globals['_OUTPUTCOMPARE']._serialized_end=573
-  _globals['_EXECUTIONREQUEST']._serialized_start=576
-  _globals['_EXECUTIONREQUEST']._serialized_end=846
-  _globals['_EXECUTEBATCHREQUEST']._serialized_start=848
-  _globals['_EXECUTEBATCHREQUEST']._serialized_end=916
-  _globals['_TESTRESULT']._serialized_start=918
-  _globals['_TESTRESULT']._serialized_end=1018
-  _globals['_EXECUTIONRESULT']._serialized_start=1021
-  _globals['_EXECUTIONRESULT']._serialized_end=1413
-  _globals['_EXECUTEBATCHRESPONSE']._serialized_start=1415
-  _globals['_EXECUTEBATCHRESPONSE']._serialized_end=1482
-  _globals['_SANDBOXSERVICE']._serialized_start=2191
-  _globals['_SANDBOXSERVICE']._serialized_end=2356
+  _globals['_OUTPUTCOMPARE']._serialized_end=635
+  _globals['_EXECUTIONREQUEST']._serialized_start=638
+  _globals['_EXECUTIONREQUEST']._serialized_end=1044
+  _globals['_EXECUTIONREQUEST_FILESENTRY']._serialized_start=1000
+  _globals['_EXECUTIONREQUEST_FILESENTRY']._serialized_end=1044
+  _globals['_EXECUTEBATCHREQUEST']._serialized_start=1046
+  _globals['_EXECUTEBATCHREQUEST']._serialized_end=1114
+  _globals['_TESTRESULT']._serialized_start=1117
+  _globals['_TESTRESULT']._serialized_end=1320
+  _globals['_EXECUTIONRESULT']._serialized_start=1323
+  _globals['_EXECUTIONRESULT']._serialized_end=1858
+  _globals['_EXECUTIONRESULT_FILESENTRY']._serialized_start=1000
+  _globals['_EXECUTIONRESULT_FILESENTRY']._serialized_end=1044
+  _globals['_COMPILERESULT']._serialized_start=1861
+  _globals['_COMPILERESULT']._serialized_end=2013
+  _globals['_EXECUTEBATCHRESPONSE']._serialized_start=2015
+  _globals['_EXECUTEBATCHRESPONSE']._serialized_end=2082
+  _globals['_LISTLANGUAGESREQUEST']._serialized_start=2084
+  _globals['_LISTLANGUAGESREQUEST']._serialized_end=2106
+  _globals['_LANGUAGEINFO']._serialized_start=2109
+  _globals['_LANGUAGEINFO']._serialized_end=2301
+  _globals['_LISTLANGUAGESRESPONSE']._serialized_start=2303
+  _globals['_LISTLANGUAGESRESPONSE']._serialized_end=2387
+  _globals['_SANDBOXSERVICE']._serialized_start=3096
+  _globals['_SANDBOXSERVICE']._serialized_end=3345
 # @@protoc_insertion_point(module_scope)

@@ -108,17 +108,30 @@ class Limits(_message.Message):
     def __init__(self, wall_s: _Optional[float] = ..., cpu_s: _Optional[float] = ..., memory_mb: _Optional[int] = ..., max_processes: _Optional[int] = ..., file_size_mb: _Optional[int] = ..., scratch_mb: _Optional[int] = ..., open_files: _Optional[int] = ..., output_bytes: _Optional[int] = ..., compile_wall_s: _Optional[float] = ...) -> None: ...
 
 class OutputCompare(_message.Message):
-    __slots__ = ("float_tolerance", "ignore_trailing_whitespace", "normalize_line_endings")
+    __slots__ = ("float_tolerance", "ignore_trailing_whitespace", "normalize_line_endings", "mode", "checker_code", "checker_language")
     FLOAT_TOLERANCE_FIELD_NUMBER: _ClassVar[int]
     IGNORE_TRAILING_WHITESPACE_FIELD_NUMBER: _ClassVar[int]
     NORMALIZE_LINE_ENDINGS_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    CHECKER_CODE_FIELD_NUMBER: _ClassVar[int]
+    CHECKER_LANGUAGE_FIELD_NUMBER: _ClassVar[int]
     float_tolerance: float
     ignore_trailing_whitespace: bool
     normalize_line_endings: bool
-    def __init__(self, float_tolerance: _Optional[float] = ..., ignore_trailing_whitespace: _Optional[bool] = ..., normalize_line_endings: _Optional[bool] = ...) -> None: ...
+    mode: str
+    checker_code: str
+    checker_language: str
+    def __init__(self, float_tolerance: _Optional[float] = ..., ignore_trailing_whitespace: _Optional[bool] = ..., normalize_line_endings: _Optional[bool] = ..., mode: _Optional[str] = ..., checker_code: _Optional[str] = ..., checker_language: _Optional[str] = ...) -> None: ...
 
 class ExecutionRequest(_message.Message):
-    __slots__ = ("id", "code", "language", "style", "check_code", "entry_point", "cases", "limits", "compare", "prompt")
+    __slots__ = ("id", "code", "language", "style", "check_code", "entry_point", "cases", "limits", "compare", "prompt", "files", "fetch_files", "args")
+    class FilesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bytes
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
     ID_FIELD_NUMBER: _ClassVar[int]
     CODE_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
@@ -129,6 +142,9 @@ class ExecutionRequest(_message.Message):
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     COMPARE_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    FETCH_FILES_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
     id: str
     code: str
     language: str
@@ -139,7 +155,10 @@ class ExecutionRequest(_message.Message):
     limits: Limits
     compare: OutputCompare
     prompt: str
-    def __init__(self, id: _Optional[str] = ..., code: _Optional[str] = ..., language: _Optional[str] = ..., style: _Optional[_Union[TestStyle, str]] = ..., check_code: _Optional[str] = ..., entry_point: _Optional[str] = ..., cases: _Optional[_Iterable[_Union[TestCase, _Mapping]]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., compare: _Optional[_Union[OutputCompare, _Mapping]] = ..., prompt: _Optional[str] = ...) -> None: ...
+    files: _containers.ScalarMap[str, bytes]
+    fetch_files: _containers.RepeatedScalarFieldContainer[str]
+    args: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., code: _Optional[str] = ..., language: _Optional[str] = ..., style: _Optional[_Union[TestStyle, str]] = ..., check_code: _Optional[str] = ..., entry_point: _Optional[str] = ..., cases: _Optional[_Iterable[_Union[TestCase, _Mapping]]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., compare: _Optional[_Union[OutputCompare, _Mapping]] = ..., prompt: _Optional[str] = ..., files: _Optional[_Mapping[str, bytes]] = ..., fetch_files: _Optional[_Iterable[str]] = ..., args: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ExecuteBatchRequest(_message.Message):
     __slots__ = ("requests",)
@@ -148,19 +167,34 @@ class ExecuteBatchRequest(_message.Message):
     def __init__(self, requests: _Optional[_Iterable[_Union[ExecutionRequest, _Mapping]]] = ...) -> None: ...
 
 class TestResult(_message.Message):
-    __slots__ = ("index", "outcome", "detail", "wall_s")
+    __slots__ = ("index", "outcome", "detail", "wall_s", "verdict", "peak_memory_mb", "stdout_head", "stderr_head")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     WALL_S_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    PEAK_MEMORY_MB_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_HEAD_FIELD_NUMBER: _ClassVar[int]
+    STDERR_HEAD_FIELD_NUMBER: _ClassVar[int]
     index: int
     outcome: CaseOutcome
     detail: str
     wall_s: float
-    def __init__(self, index: _Optional[int] = ..., outcome: _Optional[_Union[CaseOutcome, str]] = ..., detail: _Optional[str] = ..., wall_s: _Optional[float] = ...) -> None: ...
+    verdict: Verdict
+    peak_memory_mb: float
+    stdout_head: str
+    stderr_head: str
+    def __init__(self, index: _Optional[int] = ..., outcome: _Optional[_Union[CaseOutcome, str]] = ..., detail: _Optional[str] = ..., wall_s: _Optional[float] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., peak_memory_mb: _Optional[float] = ..., stdout_head: _Optional[str] = ..., stderr_head: _Optional[str] = ...) -> None: ...
 
 class ExecutionResult(_message.Message):
-    __slots__ = ("id", "verdict", "passed", "tests", "tests_passed", "tests_total", "stdout", "stderr", "exit_code", "signal", "wall_s", "cpu_s", "peak_memory_mb", "limit_hit", "error", "backend")
+    __slots__ = ("id", "verdict", "passed", "tests", "tests_passed", "tests_total", "stdout", "stderr", "exit_code", "signal", "wall_s", "cpu_s", "peak_memory_mb", "limit_hit", "error", "backend", "compile", "files")
+    class FilesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bytes
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
     ID_FIELD_NUMBER: _ClassVar[int]
     VERDICT_FIELD_NUMBER: _ClassVar[int]
     PASSED_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +211,8 @@ class ExecutionResult(_message.Message):
     LIMIT_HIT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
+    COMPILE_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
     id: str
     verdict: Verdict
     passed: bool
@@ -193,10 +229,64 @@ class ExecutionResult(_message.Message):
     limit_hit: LimitHit
     error: str
     backend: str
-    def __init__(self, id: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., passed: _Optional[bool] = ..., tests: _Optional[_Iterable[_Union[TestResult, _Mapping]]] = ..., tests_passed: _Optional[int] = ..., tests_total: _Optional[int] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., exit_code: _Optional[int] = ..., signal: _Optional[int] = ..., wall_s: _Optional[float] = ..., cpu_s: _Optional[float] = ..., peak_memory_mb: _Optional[float] = ..., limit_hit: _Optional[_Union[LimitHit, str]] = ..., error: _Optional[str] = ..., backend: _Optional[str] = ...) -> None: ...
+    compile: CompileResult
+    files: _containers.ScalarMap[str, bytes]
+    def __init__(self, id: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., passed: _Optional[bool] = ..., tests: _Optional[_Iterable[_Union[TestResult, _Mapping]]] = ..., tests_passed: _Optional[int] = ..., tests_total: _Optional[int] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., exit_code: _Optional[int] = ..., signal: _Optional[int] = ..., wall_s: _Optional[float] = ..., cpu_s: _Optional[float] = ..., peak_memory_mb: _Optional[float] = ..., limit_hit: _Optional[_Union[LimitHit, str]] = ..., error: _Optional[str] = ..., backend: _Optional[str] = ..., compile: _Optional[_Union[CompileResult, _Mapping]] = ..., files: _Optional[_Mapping[str, bytes]] = ...) -> None: ...
+
+class CompileResult(_message.Message):
+    __slots__ = ("exit_code", "stdout", "stderr", "wall_s", "timed_out", "signal")
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_FIELD_NUMBER: _ClassVar[int]
+    STDERR_FIELD_NUMBER: _ClassVar[int]
+    WALL_S_FIELD_NUMBER: _ClassVar[int]
+    TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    exit_code: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    timed_out: bool
+    signal: int
+    def __init__(self, exit_code: _Optional[int] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., wall_s: _Optional[float] = ..., timed_out: _Optional[bool] = ..., signal: _Optional[int] = ...) -> None: ...
 
 class ExecuteBatchResponse(_message.Message):
     __slots__ = ("results",)
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[ExecutionResult]
     def __init__(self, results: _Optional[_Iterable[_Union[ExecutionResult, _Mapping]]] = ...) -> None: ...
+
+class ListLanguagesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class LanguageInfo(_message.Message):
+    __slots__ = ("name", "aliases", "available", "version", "compiled", "reason", "install_hint", "test_framework", "set", "packages")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    COMPILED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    INSTALL_HINT_FIELD_NUMBER: _ClassVar[int]
+    TEST_FRAMEWORK_FIELD_NUMBER: _ClassVar[int]
+    SET_FIELD_NUMBER: _ClassVar[int]
+    PACKAGES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    available: bool
+    version: str
+    compiled: bool
+    reason: str
+    install_hint: str
+    test_framework: bool
+    set: str
+    packages: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., available: _Optional[bool] = ..., version: _Optional[str] = ..., compiled: _Optional[bool] = ..., reason: _Optional[str] = ..., install_hint: _Optional[str] = ..., test_framework: _Optional[bool] = ..., set: _Optional[str] = ..., packages: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListLanguagesResponse(_message.Message):
+    __slots__ = ("languages", "backend")
+    LANGUAGES_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    languages: _containers.RepeatedCompositeFieldContainer[LanguageInfo]
+    backend: str
+    def __init__(self, languages: _Optional[_Iterable[_Union[LanguageInfo, _Mapping]]] = ..., backend: _Optional[str] = ...) -> None: ...

@@ -44,6 +44,11 @@ class SandboxServiceStub:
                 request_serializer=reward_dot_v1_dot_sandbox__pb2.ExecuteBatchRequest.SerializeToString,
                 response_deserializer=reward_dot_v1_dot_sandbox__pb2.ExecuteBatchResponse.FromString,
                 _registered_method=True)
+        self.ListLanguages = channel.unary_unary(
+                '/reward.v1.SandboxService/ListLanguages',
+                request_serializer=reward_dot_v1_dot_sandbox__pb2.ListLanguagesRequest.SerializeToString,
+                response_deserializer=reward_dot_v1_dot_sandbox__pb2.ListLanguagesResponse.FromString,
+                _registered_method=True)
 
 
 class SandboxServiceServicer:
@@ -64,6 +69,16 @@ class SandboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListLanguages(self, request, context):
+        """The languages this server knows: whether each can run here (its
+        toolchain is installed where programs run), its toolchain's version, and
+        what to install when it cannot. A request in a known language that cannot
+        run is INVALID_ARGUMENT with details starting "UNSUPPORTED_LANGUAGE:".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SandboxServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -76,6 +91,11 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.ExecuteBatch,
                     request_deserializer=reward_dot_v1_dot_sandbox__pb2.ExecuteBatchRequest.FromString,
                     response_serializer=reward_dot_v1_dot_sandbox__pb2.ExecuteBatchResponse.SerializeToString,
+            ),
+            'ListLanguages': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLanguages,
+                    request_deserializer=reward_dot_v1_dot_sandbox__pb2.ListLanguagesRequest.FromString,
+                    response_serializer=reward_dot_v1_dot_sandbox__pb2.ListLanguagesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -132,6 +152,33 @@ class SandboxService:
             '/reward.v1.SandboxService/ExecuteBatch',
             reward_dot_v1_dot_sandbox__pb2.ExecuteBatchRequest.SerializeToString,
             reward_dot_v1_dot_sandbox__pb2.ExecuteBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLanguages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/reward.v1.SandboxService/ListLanguages',
+            reward_dot_v1_dot_sandbox__pb2.ListLanguagesRequest.SerializeToString,
+            reward_dot_v1_dot_sandbox__pb2.ListLanguagesResponse.FromString,
             options,
             channel_credentials,
             insecure,
