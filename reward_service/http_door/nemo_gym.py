@@ -20,6 +20,12 @@ takes ``{"verify_responses": [...]}``. Shapes are those of nemo-gym 0.7.0
   ``answer`` unless the row has ``answer`` itself.
 - reply: the row echoed with ``reward`` (our score) and ``reward_components``.
 
+A row of Gym's ``code_gen`` server (``verifier_metadata.unit_tests``: LiveCodeBench tests) is
+mapped instead by ``gym_code_gen.py`` (Gym's code extraction, the tests as a ``code`` task
+reference) and answered in its ``CompCodingVerifyResponse`` shape. Gym's server name ``code_gen``
+is served by our ``code`` task when the reward server has no reward of that name
+(:data:`REWARD_ALIASES`).
+
 An unscored rollout (our failure) is never a reward. By default ``/verify`` answers an HTTP
 error: 504/500/503 (timeout, verifier error, draining), 400 (reference unusable). The agent's
 ``raise_for_status`` (``nemo_gym/server_utils.py``) raises it, and NeMo-RL's
@@ -39,6 +45,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import time
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -49,6 +56,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from reward_core.contract import Rollout, RolloutResult, RolloutStatus
+from reward_service.http_door import gym_code_gen
 from reward_service.http_door.door import FrontDoor, RouteFactory
 from reward_service.http_door.errors import bad_request, error_response
 from reward_service.http_door.upstream import UpstreamError
@@ -62,13 +70,16 @@ PROTOCOL_FIELDS = frozenset({"responses_create_params", "response", "reward", "r
 #: Row fields renamed into our reference (the row's own ``answer`` wins).
 REFERENCE_RENAMES = {"expected_answer": "answer", "ground_truth": "answer"}
 TASK_INDEX, ROLLOUT_INDEX = "_ng_task_index", "_ng_rollout_index"  # nemo_gym/global_config.py
+#: Gym's resources-server names served by one of our rewards when the reward server has no reward of that name.
+REWARD_ALIASES = {"code_gen": "code"}
 #: Rollout metadata carrying the response's function calls as JSON (read by the ``tool_call`` task).
 FUNCTION_CALLS_METADATA = "function_calls"
 
 _UNSCORED_CODES = {RolloutStatus.TIMEOUT: grpc.StatusCode.DEADLINE_EXCEEDED,
                    RolloutStatus.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
                    RolloutStatus.INVALID_REFERENCE: grpc.StatusCode.FAILED_PRECONDITION,
-                   RolloutStatus.UNKNOWN_TASK: grpc.StatusCode.INVALID_ARGUMENT}
+                   RolloutStatus.UNKNOWN_TASK: grpc.StatusCode.INVALID_ARGUMENT,
+                   RolloutStatus.INVALID_ROLLOUT: grpc.StatusCode.INVALID_ARGUMENT}
 
 
 class BadRow(ValueError):
@@ -143,7 +154,8 @@ def verify_reply(row: Mapping[str, Any], result: RolloutResult, unscored: Unscor
     if result.scored:
         return JSONResponse({**row, "reward": result.score, "reward_components": components})
     reason = f"rollout unscored ({result.status.name}): {result.error or 'no detail'}"
-    if unscored == "mask" and result.status not in (RolloutStatus.INVALID_REFERENCE, RolloutStatus.UNKNOWN_TASK):
+    if unscored == "mask" and result.status not in (RolloutStatus.INVALID_REFERENCE, RolloutStatus.UNKNOWN_TASK,
+                                                    RolloutStatus.INVALID_ROLLOUT):
         instance = row.get("instance_config")
         return JSONResponse({**row, "reward": 0.0, "reward_components": components, "mask_sample": True,
                              "failure_kind": "verifier_error", "failure_reason": reason,
@@ -223,6 +235,8 @@ def _handlers(door: FrontDoor, fixed_reward: str | None, default_unscored: Unsco
             known = {t.name for t in await door.up.tasks()}
         except grpc.aio.AioRpcError as exc:
             raise UpstreamError(exc.code(), exc.details() or exc.code().name) from None
+        if name not in known and REWARD_ALIASES.get(name) in known:
+            name = REWARD_ALIASES[name]
         if name not in known:
             raise LookupError(f"unknown reward {name!r}: the reward server has {sorted(known)}")
         return name
@@ -234,6 +248,8 @@ def _handlers(door: FrontDoor, fixed_reward: str | None, default_unscored: Unsco
             return bad_request(str(exc))
         except BadRow as exc:
             return bad_request(str(exc)) if isinstance(exc, NotJson) else _unprocessable(str(exc))
+        except gym_code_gen.InvalidUnitTests as exc:
+            return _unprocessable(str(exc))
         except UpstreamError as exc:
             return error_response(exc.code, str(exc))
 
@@ -243,9 +259,21 @@ def _handlers(door: FrontDoor, fixed_reward: str | None, default_unscored: Unsco
             return bad_request(f"unscored={policy!r}: use 'error' (HTTP error) or 'mask' (mask_sample row)")
 
         async def work(name: str, row: Any) -> Response:
+            if gym_code_gen.is_code_gen_row(row):
+                return await verify_code_gen(name, row, policy)
             [result] = await door.up.score([rollout_of(name, row)])
             return verify_reply(row, result, policy)
         return await guarded(request, work)
+
+    async def verify_code_gen(name: str, row: Mapping[str, Any], policy: UnscoredPolicy) -> Response:
+        """A NeMo Gym ``code_gen`` row: LiveCodeBench tests on our ``code`` task (``gym_code_gen.py``)."""
+        job = gym_code_gen.rollout_of(name, row, completion_text(row.get("response")),
+                                      prompt_text(row.get("responses_create_params")))
+        start = time.monotonic()
+        [result] = await door.up.score([job.rollout])
+        if not result.scored:
+            return verify_reply(row, result, policy)
+        return JSONResponse(gym_code_gen.verify_response(row, job, result, time.monotonic() - start))
 
     async def seed_session(request: Request) -> Response:
         async def work(_: str, body: Any) -> Response:

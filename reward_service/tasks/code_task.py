@@ -10,6 +10,16 @@ plus ``"language"?`` ("python" by default; "cpp" built in). ``test`` is accepted
 for ``tests``, so rows of the HumanEval dataset convert as they are; ``cases``
 may also be a JSON string.
 
+Stdin/stdout cases are judged by ``"compare"?`` (reference) or the ``compare``
+option: a mode name -- ``tokens`` (default: whitespace-insensitive), ``float``,
+``exact``, ``lines``, ``lines_unordered`` (sandbox/output_compare.py) -- or an
+object ``{"mode"?, "float_tolerance"?, "checker"?, "checker_language"?}`` where
+``checker`` is a checker program's source (a special judge, testlib-style:
+sandbox/checker.py), e.g. ``{"checker": "<python source>"}`` or
+``{"checker": "<C++ source>", "checker_language": "cpp"}``. A checker that fails
+(does not compile; crashes or exits other than 0/1/2/8 on the expected answer
+too) is a sandbox error, so ERROR (unscored), never a 0.
+
 Code extraction (:func:`extract_code`): the last fenced block of the language
 (```` ```python ````, ```` ```py ````, ```` ```cpp ```` ... or an unlabeled
 fence; an unclosed final fence counts up to the end), else the whole
@@ -37,6 +47,8 @@ Options (``tasks: {code: {options: {...}}}`` in the rewards config)::
     memory_mb: 512              # memory limit of one program
     prepend_prompt: true        # see above (HumanEval style only)
     language: python            # for references that name none
+    compare: tokens             # stdio comparator for references that name none (not checker)
+    float_tolerance: null       # with compare float (default 1e-6) or for function-call values
     languages: path.yaml        # extra languages (sandbox/languages.py), local executor only
     batch_size: 0               # completions per job (0: 4 x concurrency, at least 16)
 
@@ -55,13 +67,16 @@ no code at all (empty completion)                              NO_ANSWER, 0
 the sandbox failed (``sandbox_error``), the endpoint is        ERROR, unscored
 unreachable, the executor could not start
 the reference is unusable (no tests, unknown language)         INVALID_REFERENCE, unscored
+a known language whose toolchain the sandbox lacks             ERROR, unscored (``UNSUPPORTED_LANGUAGE:
+(``UNSUPPORTED_LANGUAGE``)                                     ...``: what to install)
 =============================================================  ==================================
 
 A ``timeout`` verdict is the *program* running past ``timeout_s``: a scored 0.
 The rollout status TIMEOUT is something else: the verifier job itself ran past
 the reward server's hard limit (this task raises that limit to fit a whole
 batch, ``time_limit_s``). A result's ``extracted`` field carries the verdict and
-test counts, e.g. ``"wrong_answer (3/5 tests)"``.
+test counts, e.g. ``"wrong_answer (3/5 tests)"``; its ``explanation`` the first failing
+test's detail or the compiler's error line (:func:`explain_execution`).
 
 Sandbox errors are raised (:class:`SandboxFailure`), not returned: the reward
 server then retries the job's items one by one, and answers ERROR only for the
@@ -84,11 +99,17 @@ import yaml
 
 from reward_core.contract import RolloutStatus
 from reward_core.sandbox_contract import (
+    COMPARE_MODES,
+    CaseOutcome,
     ExecutionRequest,
     ExecutionResult,
     Executor,
     InvalidExecutionRequest,
+    LimitHit,
     Limits,
+    OutputCompare,
+    UnsupportedLanguage,
+    Verdict,
 )
 from reward_service.task_api import (
     InvalidReference,
@@ -98,6 +119,7 @@ from reward_service.task_api import (
     TaskOutcome,
     current_cancel_token,
 )
+from reward_service.tasks.explanation import cap
 from sandbox import (
     BACKENDS,
     build_request,
@@ -176,6 +198,30 @@ def trusted_prompt(reference: Mapping[str, Any], prompt: str) -> str:
     return prefix if prompt_compiles(prefix) else ""
 
 
+def explain_execution(result: ExecutionResult) -> str:
+    """One line on a verdict on the code: the verdict and test counts, then the compiler's error or the
+    first failing test's detail (expected/got, the exception)."""
+    counts = f"{result.tests_passed}/{result.tests_total} tests passed"
+    if result.passed:
+        return f"accepted: {counts}"
+    if result.verdict is Verdict.COMPILE_ERROR:
+        text = (result.compile.stderr if result.compile and result.compile.stderr else "") or result.error
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        head = next((line for line in lines if "error" in line.lower()), lines[-1] if lines else "no compiler output")
+        return cap(f"compile_error: {head} ({counts})")
+    failing = next((t for t in result.tests if t.outcome is not CaseOutcome.PASSED), None)
+    limit = f" ({result.limit_hit.value} limit)" if result.limit_hit is not LimitHit.NONE else ""
+    if failing is None:
+        return cap(f"{result.verdict.value}{limit}: {counts}" + (f"; {result.error}" if result.error else ""))
+    why = failing.detail or (failing.verdict.value if failing.verdict else failing.outcome.value)
+    return cap(f"{result.verdict.value}{limit}: {counts}; first failure, test {failing.index}: {why}")
+
+
+def unsupported_language(exc: UnsupportedLanguage) -> TaskOutcome:
+    """The sandbox cannot run the reference's language: our failure, unscored (never a 0)."""
+    return TaskOutcome(0.0, RolloutStatus.ERROR, detail=str(exc))
+
+
 def _check_number(name: str, value: Any, *, integer: bool = False, zero_ok: bool = False) -> None:
     ok = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
     if not ok or not (0 <= value if zero_ok else 0 < value) or not value < math.inf:
@@ -195,14 +241,16 @@ class CodeTask(Task):
 
     name = "code"
     runs_in_server = True  # one executor for the whole server: concurrency programs at once in all
+    cacheable = False  # verdicts near a time or memory limit vary from run to run: never cached
     description = ("1 if the completion's code passes every test of the reference (HumanEval check code, "
                    "stdin/stdout cases, or function-call cases), run in the sandbox; 'fraction': share passed")
-    reference_fields = ("tests", "entry_point", "prompt", "cases", "style", "language")
+    reference_fields = ("tests", "entry_point", "prompt", "cases", "style", "language", "compare")
     endpoint_field = "sandbox_endpoint"
 
     def __init__(self, reward: str = "binary", backend: str = "process", endpoint: str | None = "",
                  concurrency: int = 0, timeout_s: float = 10.0, memory_mb: int = 512, prepend_prompt: bool = True,
-                 language: str = "python", languages: str | None = None, batch_size: int = 0) -> None:
+                 language: str = "python", languages: str | None = None, batch_size: int = 0,
+                 compare: str = "tokens", float_tolerance: float | None = None) -> None:
         super().__init__()
         if reward not in REWARDS:
             raise InvalidTaskOptions(f"code option 'reward' must be one of {REWARDS}, got {reward!r}")
@@ -220,6 +268,14 @@ class CodeTask(Task):
         _check_number("memory_mb", memory_mb, integer=True)
         _check_number("concurrency", concurrency, integer=True, zero_ok=True)
         _check_number("batch_size", batch_size, integer=True, zero_ok=True)
+        modes = [m for m in COMPARE_MODES if m != "checker"]
+        if compare not in modes:
+            raise InvalidTaskOptions(f"code option 'compare' must be one of {modes} (a checker belongs in the "
+                                     f"reference's 'compare'), got {compare!r}")
+        if float_tolerance is not None:
+            _check_number("float_tolerance", float_tolerance, zero_ok=True)
+        self.compare = OutputCompare(mode=compare, float_tolerance=None if float_tolerance is None
+                                     else float(float_tolerance))
         self.reward = reward
         self.backend = backend
         self.endpoint = endpoint.strip()
@@ -245,7 +301,8 @@ class CodeTask(Task):
                                    f"or 'cases' (a list of test cases); got {sorted(reference)}")
 
     def build_request(self, item: TaskInput, request_id: str) -> ExecutionRequest | None:
-        """The execution for one completion; None when it holds no code. Raises InvalidReference."""
+        """The execution for one completion; None when it holds no code. Raises InvalidReference, or
+        UnsupportedLanguage when the local sandbox lacks the language's toolchain."""
         reference = item.reference
         self.check_reference(reference)
         language = reference.get("language") or self.language
@@ -261,9 +318,11 @@ class CodeTask(Task):
             prompt = trusted_prompt(reference, item.prompt) if humaneval and self.prepend_prompt and code else ""
             request = build_request(code, tests, entry_point=reference.get("entry_point") or "", language=language,
                                     style=reference.get("style"), limits=self.limits, request_id=request_id,
-                                    prompt=prompt)
+                                    prompt=prompt, compare=reference.get("compare") or self.compare)
             if not self.endpoint:  # the local executor's own checks (a remote server checks its own)
                 validate_request(request, self._language_table)
+        except UnsupportedLanguage:
+            raise
         except InvalidExecutionRequest as exc:
             raise InvalidReference(f"task {self.name!r}: {exc}") from None
         return request if code else None
@@ -283,6 +342,9 @@ class CodeTask(Task):
             except InvalidReference as exc:
                 outcomes[i] = TaskOutcome(0.0, RolloutStatus.INVALID_REFERENCE, detail=str(exc))
                 continue
+            except UnsupportedLanguage as exc:
+                outcomes[i] = unsupported_language(exc)
+                continue
             if request is None:
                 outcomes[i] = TaskOutcome.no_answer("the completion holds no code")
             else:
@@ -290,7 +352,9 @@ class CodeTask(Task):
         failed: list[str] = []
         for request, result in zip(requests, self._run(requests)):
             i = int(request.id)
-            if isinstance(result, InvalidExecutionRequest):
+            if isinstance(result, UnsupportedLanguage):
+                outcomes[i] = unsupported_language(result)
+            elif isinstance(result, InvalidExecutionRequest):
                 outcomes[i] = TaskOutcome(0.0, RolloutStatus.INVALID_REFERENCE, detail=f"task {self.name!r}: {result}")
             elif not result.verdict.is_verdict_on_code:
                 failed.append(result.error or "no detail")
@@ -307,7 +371,25 @@ class CodeTask(Task):
         score = fraction if self.reward == "fraction" else (1.0 if result.passed else 0.0)
         return TaskOutcome(score=score, components={"code": score, "pass_fraction": fraction},
                            extracted=f"{result.verdict.value} ({result.tests_passed}/{result.tests_total} tests)",
-                           detail=result.error[:500])
+                           detail=result.error[:500], explanation=explain_execution(result))
+
+    def explain(self, item: TaskInput, outcome: TaskOutcome) -> dict[str, Any]:
+        """The program as run and every test's result (one more sandbox run)."""
+        try:
+            request = self.build_request(item, "explain")
+        except (InvalidReference, UnsupportedLanguage) as exc:
+            return {"request": str(exc)}
+        if request is None:
+            return {"code": ""}
+        result = self._run([request])[0]
+        if isinstance(result, InvalidExecutionRequest):
+            return {"code": request.code, "request": str(result)}
+        return {"language": request.language, "code": request.code, **result.summary(),
+                "tests": [{"index": t.index, "outcome": t.outcome.value,
+                           "verdict": t.verdict.value if t.verdict else "", "detail": t.detail,
+                           "stdout_head": t.stdout_head, "stderr_head": t.stderr_head}
+                          for t in result.tests],
+                **({"compile_stderr": result.compile.stderr} if result.compile and result.compile.stderr else {})}
 
     def _run(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult | InvalidExecutionRequest]:
         """One result per request; a request the executor refuses gets its InvalidExecutionRequest instead."""
@@ -344,8 +426,9 @@ class CodeTask(Task):
         return self._get_executor()
 
     def language_table(self) -> dict:
-        """The languages this task's local executor runs (the built-in table plus ``languages``)."""
-        return dict(self._language_table) if self._language_table else load_languages(None)
+        """The languages this task's local executor runs (the built-in table plus ``languages``), with
+        the ones whose toolchain is missing here marked unavailable (``LanguageTable.unavailable``)."""
+        return self._language_table if self._language_table else load_languages(None)
 
     def _get_executor(self) -> Executor:
         """This process's executor: created on first use (in the worker, after the fork), closed at exit.
