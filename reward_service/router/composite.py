@@ -9,6 +9,7 @@ from typing import Any
 
 from reward_core.contract import RolloutStatus, TaskInfo
 from reward_service.task_api import Task, TaskInput, TaskOutcome
+from reward_service.tasks.explanation import cap, explain_outcome
 
 
 class CompositeTask(Task):
@@ -28,6 +29,11 @@ class CompositeTask(Task):
         self._name = name
         self._parts = dict(parts)
         self._description = description or " + ".join(f"{w:g} x {n}" for n, (_, w) in self._parts.items())
+
+    @property
+    def parts(self) -> Mapping[str, tuple[Task, float]]:
+        """Component name -> (its task, its weight)."""
+        return self._parts
 
     def check_reference(self, reference: Mapping[str, Any]) -> None:
         for task, _ in self._parts.values():
@@ -81,11 +87,13 @@ class CompositeTask(Task):
         failed = next(((n, o) for n, o in outcomes.items() if not o.status.scored), None)
         if failed is not None:  # a failure of ours is never a 0 in the sum
             part_name, outcome = failed
-            return TaskOutcome(0.0, outcome.status, detail=f"{part_name}: {outcome.detail}")
+            return TaskOutcome(0.0, outcome.status, detail=f"{part_name}: {outcome.detail}",
+                               explanation=f"{part_name}: {explain_outcome(outcome)}")
         total = 0.0
         components: dict[str, float] = {}
         extracted = ""
         details = []
+        explanations = []
         all_no_answer = True
         for part_name, outcome in outcomes.items():
             weight = self._parts[part_name][1]
@@ -98,11 +106,13 @@ class CompositeTask(Task):
             all_no_answer = all_no_answer and outcome.status == RolloutStatus.NO_ANSWER
             if outcome.detail:
                 details.append(f"{part_name}: {outcome.detail}")
+            explanations.append(f"{part_name} ({weight:g}x): {cap(explain_outcome(outcome), 140)}")
         status = RolloutStatus.NO_ANSWER if all_no_answer else RolloutStatus.OK
         # step scores: those of the first component that produces them (a composite mixes one
         # process component with outcome components; its steps are that component's)
         steps = next((o.steps for o in outcomes.values() if o.steps), ())
-        return TaskOutcome(total, status, components, extracted, "; ".join(details), steps)
+        return TaskOutcome(total, status, components, extracted, "; ".join(details), steps,
+                           cap(f"score {total:g} = " + " | ".join(explanations)))
 
     def info(self, name: str | None = None) -> TaskInfo:
         fields: list[str] = []

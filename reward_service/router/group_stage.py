@@ -43,7 +43,8 @@ def _score_group(task: Task, task_name: str, group_id: str, rollouts: list[Rollo
         if len(new) != len(items):
             raise RuntimeError(f"score_group returned {len(new)} outcomes for {len(items)} members")
     except Exception as exc:  # noqa: BLE001 -- a task's bug fails its group, never the request
-        logger.warning("task %r: group stage of group %r failed", task_name, group_id, exc_info=exc)
+        logger.warning("task %r: group stage of group %r (rollouts %s) failed", task_name, group_id,
+                       ", ".join(repr(r.id) for r in rollouts), exc_info=exc)
         failed = TaskOutcome(0.0, RolloutStatus.ERROR,
                              detail=f"group stage of task {task_name!r} failed: {type(exc).__name__}: {exc}")
         return [failed] * len(items)

@@ -8,9 +8,11 @@ from typing import Any
 
 from reward_service.task_api import Canary, InvalidTaskOptions, Task, TaskOutcome
 from reward_service.tasks.canaries import generic_canaries
+from reward_service.tasks.explanation import quote
 
 #: ``<think>…</think><answer>…</answer>``, the answer not blank (an empty ``<answer></answer>`` answers nothing).
 THINK_ANSWER_PATTERN = r"^\s*<think>.*?</think>\s*<answer>\s*(?!</answer>)\S.*?</answer>\s*$"
+THINK_ANSWER_TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 
 
 class FormatTask(Task):
@@ -38,7 +40,21 @@ class FormatTask(Task):
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         match = self._regex.fullmatch(completion)
-        return TaskOutcome.binary(match is not None, detail="" if match else "format mismatch")
+        return TaskOutcome.binary(match is not None, detail="" if match else "format mismatch",
+                                  explanation=self.explain_match(completion, match is not None))
+
+    def explain_match(self, completion: str, matched: bool) -> str:
+        """Which format was (not) met; for the default pattern, which tag is missing or repeated."""
+        if self._pattern != THINK_ANSWER_PATTERN:
+            return (f"{'matches' if matched else 'does not match'} the format regex {quote(self._pattern, 80)}")
+        if matched:
+            return "matches <think>...</think> then a non-blank <answer>...</answer>"
+        counts = {tag: completion.count(tag) for tag in THINK_ANSWER_TAGS}
+        missing = [tag for tag, n in counts.items() if n == 0]
+        if missing:
+            return f"format mismatch: missing {', '.join(missing)}"
+        return ("format mismatch: the tags are there but out of order, repeated, around a blank answer, "
+                "or with text outside them")
 
     def canaries(self) -> list[Canary]:
         return [*generic_canaries({}), Canary("the tags with nothing in them", "<think></think><answer></answer>", {}),

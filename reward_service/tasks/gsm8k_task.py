@@ -5,10 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reward_service.task_api import Canary, Task, TaskOutcome
+from reward_service.task_api import Canary, Task, TaskInput, TaskOutcome
 from reward_service.tasks.answer_scores import AnswerScores
 from reward_service.tasks.math_canaries import math_canaries
-from reward_service.tasks.math_task import grade_config, outcome_from_grade, reference_answer, self_check_failures
+from reward_service.tasks.math_task import (
+    grade_config,
+    grade_trace,
+    outcome_from_grade,
+    reference_answer,
+    self_check_failures,
+)
 from reward_service.verifiers.math import grade_numeric
 from reward_service.verifiers.math.self_check import NUMERIC_SELF_CHECK
 
@@ -29,7 +35,11 @@ class Gsm8kTask(Task):
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         gold = reference_answer(reference, self.name)
-        return self._scores.apply(outcome_from_grade(grade_numeric(completion, gold, self._config), gold))
+        return self._scores.apply(outcome_from_grade(grade_numeric(completion, gold, self._config), gold,
+                                                     strict=self._config.extraction.strict))
+
+    def explain(self, item: TaskInput, outcome: TaskOutcome) -> dict[str, Any]:
+        return grade_trace(item, self._config, grade_numeric)
 
     def self_check(self) -> list[str]:
         return self_check_failures(self, NUMERIC_SELF_CHECK, self._config.extraction.strict)

@@ -132,14 +132,19 @@ class IfevalTask(Task):
         response = self.response_of(completion)
         if repeats_prompt(response, (reference.get("prompt"), prompt)):
             zeros = {f"{i}:{ins.id}": 0.0 for i, ins in enumerate(instructions)}
-            return TaskOutcome(0.0, RolloutStatus.NO_ANSWER, zeros, detail="the response only repeats the prompt")
+            return TaskOutcome(0.0, RolloutStatus.NO_ANSWER, zeros, detail="the response only repeats the prompt",
+                               explanation="no answer: the response only repeats the prompt (follows nothing)")
         results = grade(instructions, response, self.tools, self.mode)
         components = {f"{i}:{ins.id}": float(ok) for i, (ins, ok) in enumerate(zip(instructions, results))}
         missed = [ins.id for ins, ok in zip(instructions, results) if not ok]
         detail = (f"followed {sum(results)}/{len(results)} ({self.mode}, {aggregation})"
                   + (f"; not followed: {', '.join(missed)}" if missed else ""))
         status = RolloutStatus.NO_ANSWER if not response.strip() else RolloutStatus.OK
-        return TaskOutcome(aggregate(results, aggregation), status, components=components, detail=detail)
+        value = aggregate(results, aggregation)
+        explanation = ("no answer: the response is empty (follows nothing)" if status == RolloutStatus.NO_ANSWER
+                       else f"followed {sum(results)}/{len(results)} instructions ({self.mode}, {aggregation}: "
+                            f"{value:g})" + (f"; not followed: {', '.join(missed)}" if missed else ""))
+        return TaskOutcome(value, status, components=components, detail=detail, explanation=explanation)
 
     def canaries(self) -> list[Canary]:
         return [*generic_canaries(CANARY_ROW, prompt=CANARY_PROMPT),

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from reward_core.contract import RolloutStatus
-from reward_service.task_api import Canary, InvalidReference, InvalidTaskOptions, Task, TaskOutcome
+from reward_service.task_api import Canary, InvalidReference, InvalidTaskOptions, Task, TaskInput, TaskOutcome
 from reward_service.tasks.answer_scores import AnswerScores
+from reward_service.tasks.explanation import quote
 from reward_service.tasks.math_canaries import math_canaries
 from reward_service.tasks.options import choice_option
 from reward_service.verifiers.math import (
@@ -30,8 +31,34 @@ def reference_answer(reference: Mapping[str, Any], task: str) -> str:
     return str(answer)
 
 
-def outcome_from_grade(result: MathGrade, gold: str = "") -> TaskOutcome:
-    """A MathGrade as a task outcome.
+#: Where each extraction method (``answer_extract.EXTRACTION_METHODS``) found the answer, for explanations.
+METHOD_WHERE = {
+    "gsm8k": "after '####'", "boxed": "from \\boxed{}", "answer_is": "from an 'answer is' line",
+    "bare": "(the whole completion)", "delimited": "from the last $...$ span", "bold": "from the last **bold** span",
+    "last_number": "(the last number)",
+}
+#: How each comparison rule (``MatchResult.rule``) decided a match, for explanations.
+RULE_HOW = {"string": "as a string", "normalized": "after normalization", "choice": "by option letter",
+            "numeric": "numerically", "symbolic": "symbolically (sympy)"}
+
+
+def explain_grade(result: MathGrade, gold: str, *, strict: bool = False) -> str:
+    """One line on a MathGrade: what was extracted and from where, and how it compared with the gold."""
+    if result.extracted is None:
+        if strict:
+            return "no answer: no \\boxed{} or '####' answer found (strict)"
+        return ("no answer: no \\boxed{}, '####', 'the answer is' line, math span or final number found")
+    got = f"extracted {quote(result.extracted)} {METHOD_WHERE.get(result.method or '', '')}".rstrip()
+    target = quote(result.gold or gold)
+    if result.correct:
+        return f"{got}; equals gold {target} {RULE_HOW.get(result.rule, result.rule)}".rstrip()
+    why = {"too_large": "too large to compare with", "not_numeric": "not a number; gold",
+           "error": "could not be compared (the verifier failed) with"}.get(result.reason, "does not equal gold")
+    return f"{got}; {why} {target}"
+
+
+def outcome_from_grade(result: MathGrade, gold: str = "", *, strict: bool = False) -> TaskOutcome:
+    """A MathGrade as a task outcome, explained (:func:`explain_grade`).
 
     No extracted answer is NO_ANSWER (scored 0). A gold the grader cannot use is
     INVALID_REFERENCE and a verifier failure is ERROR: both unscored, never a 0.
@@ -39,12 +66,25 @@ def outcome_from_grade(result: MathGrade, gold: str = "") -> TaskOutcome:
     if result.reason in ("no_gold", "bad_gold"):
         return TaskOutcome(0.0, RolloutStatus.INVALID_REFERENCE,
                            detail=f"reference answer {gold!r:.200} cannot be graded ({result.reason})")
+    explanation = explain_grade(result, gold, strict=strict)
     if result.reason == "error":
         return TaskOutcome(0.0, RolloutStatus.ERROR, extracted=result.extracted or "",
-                           detail="the math verifier failed on this answer")
+                           detail="the math verifier failed on this answer", explanation=explanation)
     if result.extracted is None:
-        return TaskOutcome.no_answer(result.reason)
-    return TaskOutcome.binary(result.correct, extracted=result.extracted, detail=result.reason)
+        return TaskOutcome.no_answer(result.reason, explanation=explanation)
+    return TaskOutcome.binary(result.correct, extracted=result.extracted, detail=result.reason,
+                              explanation=explanation)
+
+
+def grade_trace(item: TaskInput, config: GradeConfig, grader: Callable[[str, str, GradeConfig], MathGrade]
+                ) -> dict[str, Any]:
+    """``reward-service explain``'s trace of a math-style grade: the gold as read, the extraction method,
+    the reason and the comparison rule."""
+    gold = str(item.reference.get("answer", ""))
+    result = grader(item.completion, gold, config)
+    return {"gold": gold, "gold_as_compared": result.gold, "extracted": result.extracted,
+            "extraction_method": result.method, "reason": result.reason, "rule": result.rule,
+            "strict": config.extraction.strict}
 
 
 def self_check_failures(task: Task, cases: tuple[SelfCheckCase, ...], strict: bool) -> list[str]:
@@ -89,7 +129,11 @@ class MathTask(Task):
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         gold = reference_answer(reference, self.name)
-        return self._scores.apply(outcome_from_grade(grade(completion, gold, self._config), gold))
+        return self._scores.apply(outcome_from_grade(grade(completion, gold, self._config), gold,
+                                                     strict=self._config.extraction.strict))
+
+    def explain(self, item: TaskInput, outcome: TaskOutcome) -> dict[str, Any]:
+        return grade_trace(item, self._config, grade)
 
     def self_check(self) -> list[str]:
         return self_check_failures(self, MATH_SELF_CHECK, self._config.extraction.strict)

@@ -90,11 +90,17 @@ class McqaTask(Task):
         result = grade_choice(completion, gold, choices, mode, template_patterns=patterns, answer_prefix=prefix)
         if result.hedge:
             return TaskOutcome(0.0, extracted="|".join(result.hedge),
-                               detail=f"hedge: lists options {', '.join(result.hedge)} ({result.rule})")
+                               detail=f"hedge: lists options {', '.join(result.hedge)} ({result.rule})",
+                               explanation=f"hedge: lists options {', '.join(result.hedge)} (read by {result.rule}); "
+                                           f"gold {gold}; a hedge scores 0")
         if result.letter is None:
-            return TaskOutcome(0.0, RolloutStatus.NO_ANSWER, detail=f"no option letter found ({mode})")
+            return TaskOutcome(0.0, RolloutStatus.NO_ANSWER, detail=f"no option letter found ({mode})",
+                               explanation=f"no answer: no option letter or option text found (grading mode {mode})")
+        verdict = "equals" if result.correct else "is not"
         return TaskOutcome.binary(result.correct, extracted=result.letter,
-                                  detail=f"read {result.letter} by {result.rule}; gold {gold}")
+                                  detail=f"read {result.letter} by {result.rule}; gold {gold}",
+                                  explanation=f"read option {result.letter} by {result.rule}; {verdict} "
+                                              f"gold {gold}")
 
     def canaries(self) -> list[Canary]:
         options = [{letter: text} for letter, text in OPTIONS.items()]

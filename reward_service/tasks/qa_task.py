@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from reward_service.task_api import Canary, InvalidReference, InvalidTaskOptions, Task, TaskOutcome
 from reward_service.tasks.canaries import each, generic_canaries, hedge_canaries, joined
+from reward_service.tasks.explanation import quote
 from reward_service.tasks.options import bool_option, choice_option
 from reward_service.verifiers.math.special_tokens import strip_special_tokens
 from reward_service.verifiers.text import (
@@ -71,6 +72,10 @@ def golds_of(reference: Mapping[str, Any], task: str) -> list[str]:
     return list(dict.fromkeys(golds))
 
 
+
+
+#: Why an answer task found nothing to compare.
+NO_ANSWER_EXPLANATION = "no answer: the completion is blank, special tokens only, or an unfinished reasoning"
 
 
 class _AnswerTask(Task):
@@ -151,10 +156,15 @@ class ExactMatchTask(_AnswerTask):
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         found = self.best(completion, reference, exact_match)
         if found is None:
-            return TaskOutcome.no_answer()
+            return TaskOutcome.no_answer(explanation=NO_ANSWER_EXPLANATION)
         extracted, golds, value, index = found
         detail = f"matches gold {golds[index]!r:.80}" if value else f"none of {len(golds)} gold(s) matches"
-        return TaskOutcome(value, components={"exact_match": value}, extracted=extracted, detail=detail)
+        how = f"after {self._normalize} normalization" if self._normalize != "strip" else "stripped"
+        explanation = (f"extracted {quote(extracted)}; equals gold {quote(golds[index])} {how}" if value else
+                       f"extracted {quote(extracted)}; equals none of {len(golds)} gold(s) {how}, e.g. "
+                       f"{quote(golds[0])}")
+        return TaskOutcome(value, components={"exact_match": value}, extracted=extracted, detail=detail,
+                           explanation=explanation)
 
     def known_answers(self) -> list[tuple[str, list[str], float]]:
         if self._normalize != "squad" or self._case_sensitive:
@@ -173,11 +183,13 @@ class F1Task(_AnswerTask):
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         found = self.best(completion, reference, token_f1)
         if found is None:
-            return TaskOutcome.no_answer()
+            return TaskOutcome.no_answer(explanation=NO_ANSWER_EXPLANATION)
         extracted, golds, value, index = found
         em = best_over_golds(self.normalized(extracted), [self.normalized(g) for g in golds], exact_match)[0]
         return TaskOutcome(value, components={"f1": value, "exact_match": em}, extracted=extracted,
-                           detail=f"best gold {golds[index]!r:.80}")
+                           detail=f"best gold {golds[index]!r:.80}",
+                           explanation=f"extracted {quote(extracted)}; token F1 {value:.3g} against the best gold "
+                                       f"{quote(golds[index])} (exact match {em:g}, of {len(golds)} gold(s))")
 
     def known_answers(self) -> list[tuple[str, list[str], float]]:
         if self._normalize != "squad" or self._case_sensitive:

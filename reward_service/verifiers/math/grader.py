@@ -67,6 +67,10 @@ class MathGrade:
     extracted: str | None
     method: str | None
     reason: str
+    #: The comparison that decided (``MatchResult.rule``; ``numeric`` for ``grade_numeric``), "" when none ran.
+    rule: str = ""
+    #: The gold's answer as compared (``gold_answer``), "" when grading stopped before.
+    gold: str = ""
 
     @property
     def scored(self) -> bool:
@@ -155,7 +159,7 @@ def grade(completion: str, gold: str, config: GradeConfig = GradeConfig()) -> Ma
         together = compare_answers(joined, target, config.equivalence)
         if together.match or result.reason == "error":
             result, answer = together, joined
-    return MathGrade(result.match, answer, extraction.method, result.reason)
+    return MathGrade(result.match, answer, extraction.method, result.reason, result.rule, target)
 
 
 def _value_side(answer: str) -> str:
@@ -174,15 +178,15 @@ def grade_numeric(completion: str, gold: str, config: GradeConfig = GradeConfig(
     extraction, target = pair
     limit = config.equivalence.max_answer_chars
     if len(extraction.answer) > limit or len(target) > limit:
-        return MathGrade(False, extraction.answer, extraction.method, "too_large")
+        return MathGrade(False, extraction.answer, extraction.method, "too_large", gold=target)
     try:
         pred_num = parse_number(_value_side(normalize_answer(extraction.answer)))
         gold_num = parse_number(_value_side(normalize_answer(target)))
     except ExpressionTooLarge:
-        return MathGrade(False, extraction.answer, extraction.method, "too_large")
+        return MathGrade(False, extraction.answer, extraction.method, "too_large", gold=target)
     if gold_num is None:
-        return MathGrade(False, extraction.answer, extraction.method, "bad_gold")
+        return MathGrade(False, extraction.answer, extraction.method, "bad_gold", gold=target)
     if pred_num is None:
-        return MathGrade(False, extraction.answer, extraction.method, "not_numeric")
+        return MathGrade(False, extraction.answer, extraction.method, "not_numeric", gold=target)
     ok = numbers_match(pred_num, gold_num, min_sig_digits=None)
-    return MathGrade(ok, extraction.answer, extraction.method, "match" if ok else "mismatch")
+    return MathGrade(ok, extraction.answer, extraction.method, "match" if ok else "mismatch", "numeric", target)

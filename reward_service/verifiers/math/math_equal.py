@@ -112,11 +112,14 @@ class MatchResult:
 
     ``match``; ``mismatch``; ``too_large`` (a size/resource guard tripped);
     ``error`` (an arithmetic/type failure inside the comparison of odd input,
-    reported rather than raised).
+    reported rather than raised). ``rule`` names the comparison that decided (for
+    explanations): ``string``, ``normalized``, ``choice``, ``numeric`` or ``symbolic``
+    (structures and sympy); "" when none ran.
     """
 
     match: bool
     reason: str
+    rule: str = ""
 
 
 @dataclass(frozen=True)
@@ -281,26 +284,27 @@ def compare_answers(pred: str, gold: str, config: EquivalenceConfig = Equivalenc
     if not isinstance(pred, str) or not isinstance(gold, str):
         return MatchResult(False, "mismatch")
     if pred.strip() == gold.strip() and pred.strip():
-        return MatchResult(True, "match")
+        return MatchResult(True, "match", "string")
     if len(pred) > config.max_answer_chars or len(gold) > config.max_answer_chars:
         return MatchResult(False, "too_large")
     norm_pred, norm_gold = normalize_answer(pred), normalize_answer(gold)
     if not norm_pred or not norm_gold:
         return MatchResult(False, "mismatch")
     if norm_pred == norm_gold or _same_words(pred, gold, norm_pred, norm_gold):
-        return MatchResult(True, "match")
+        return MatchResult(True, "match", "normalized")
     gold_letter = option_letter(norm_gold)
     if gold_letter is not None:
         pred_letter = option_letter(norm_pred)
         if pred_letter is not None:
-            return MatchResult(pred_letter == gold_letter, "match" if pred_letter == gold_letter else "mismatch")
+            return MatchResult(pred_letter == gold_letter, "match" if pred_letter == gold_letter else "mismatch",
+                               "choice")
     norm_pred = relation_as_interval(canonical_relations(norm_pred))
     norm_gold = relation_as_interval(canonical_relations(norm_gold))
     try:
         num_p, num_g = _safe_number(norm_pred), _safe_number(norm_gold)
         if num_p is not None and num_g is not None:
             ok = numbers_match(num_p, num_g, config.approx_sig_digits)
-            return MatchResult(ok, "match" if ok else "mismatch")
+            return MatchResult(ok, "match" if ok else "mismatch", "numeric")
         ok = structures_match(
             parse_structure(norm_pred), parse_structure(norm_gold),
             lambda x, y: _scalar_equal(x, y, config),
@@ -309,8 +313,8 @@ def compare_answers(pred: str, gold: str, config: EquivalenceConfig = Equivalenc
         return MatchResult(False, "too_large")
     except (ValueError, TypeError, ArithmeticError, RecursionError, AttributeError, IndexError):
         # Odd model output must never crash the reward; the reason makes it visible.
-        return MatchResult(False, "error")
-    return MatchResult(ok, "match" if ok else "mismatch")
+        return MatchResult(False, "error", "symbolic")
+    return MatchResult(ok, "match" if ok else "mismatch", "symbolic")
 
 
 def answer_part_count(answer: str) -> int:
