@@ -50,6 +50,7 @@ class ProcessRewardModelTask(Task):
     name = "prm"
     description = "a learned process reward model's P(correct) per reasoning step; score = min (or mean, last) of them"
     runs_in_server = True  # one channel to the PRM for the whole server
+    cacheable = False  # the model behind the endpoint may change: never answered from the reward cache
     produces_steps = True
     batch_size = 32
     endpoint_field = "prm_endpoint"
@@ -117,5 +118,6 @@ class ProcessRewardModelTask(Task):
             if self._client is None:
                 channel = ChannelConfig(max_attempts=3, max_backoff_s=1.0, wait_for_ready=False,
                                         security=ClientSecurity.from_env())
-                self._client = RewardModelClient(self.endpoint, timeout_s=self.timeout_s, channel=channel)
+                self._client = RewardModelClient(self.endpoint, timeout_s=self.timeout_s, channel=channel,
+                                                     connect_timeout_s=None)
             return self._client

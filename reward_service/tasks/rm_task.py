@@ -46,6 +46,7 @@ class RewardModelTask(Task):
 
     name = "rm"
     runs_in_server = True  # one channel to the reward model for the whole server
+    cacheable = False  # the model behind the endpoint may change: never answered from the reward cache
     description = "learned reward model score of (prompt, completion), from a RewardModelService"
     batch_size = 64
     endpoint_field = "rm_endpoint"
@@ -100,7 +101,8 @@ class RewardModelTask(Task):
                     # The core's channel factory: only UNAVAILABLE (a draining RM server) retried.
                     channel = ChannelConfig(max_message_mb=MAX_MESSAGE_MB, max_attempts=3, max_backoff_s=1.0,
                                             wait_for_ready=False, security=ClientSecurity.from_env())
-                    self._client = RewardModelClient(self.endpoint, timeout_s=self.timeout_s, channel=channel)
+                    self._client = RewardModelClient(self.endpoint, timeout_s=self.timeout_s, channel=channel,
+                                                     connect_timeout_s=None)
                 except (ValueError, OSError) as exc:
                     raise RewardModelUnavailable(
                         f"cannot open a channel to the reward model at {self.endpoint}: {exc}") from None

@@ -103,6 +103,9 @@ class CosineScaledTask(ShapedTask):
         self._length = TextLength(tokenizer)
         self._threshold = number_option(self.name, "correct_threshold", correct_threshold)
 
+    def version_inputs(self) -> tuple[str, ...]:
+        return self._length.version_inputs()  # the tokenizer file counts in the verifier version
+
     def shape(self, item: TaskInput, base: TaskOutcome) -> TaskOutcome:
         correct = base.score >= self._threshold
         length = self._length(item.completion)
@@ -176,6 +179,9 @@ class KimiLengthTask(ShapedTask):
         super().__init__(base)
         self._length = TextLength(tokenizer)
         self._threshold = number_option(self.name, "correct_threshold", correct_threshold)
+
+    def version_inputs(self) -> tuple[str, ...]:
+        return self._length.version_inputs()  # the tokenizer file counts in the verifier version
 
     def shape(self, item: TaskInput, base: TaskOutcome) -> TaskOutcome:
         correct = base.score >= self._threshold

@@ -16,6 +16,7 @@ from typing import Any
 
 from reward_service.task_api import Canary, InvalidTaskOptions, Task, TaskOutcome
 from reward_service.tasks.canaries import HUGE_CHARS, generic_canaries, huge_text
+from reward_service.tasks.explanation import quote
 from reward_service.tasks.options import int_option, number_option, strings_option
 from reward_service.tasks.text_length import TextLength
 from reward_service.verifiers.shaping import R1_TAGS, repetition_penalty, soft_overlong, tag_count, words
@@ -37,6 +38,9 @@ class RepetitionPenaltyTask(Task):
             raise InvalidTaskOptions(f"task {self.name!r}: max_penalty {max_penalty} must not be positive")
         self._length = TextLength(tokenizer)
 
+    def version_inputs(self) -> tuple[str, ...]:
+        return self._length.version_inputs()  # the tokenizer file counts in the verifier version
+
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         units: Sequence[Any] = self._length.token_ids(completion) if self._length.has_tokenizer else words(completion)
         return TaskOutcome(repetition_penalty(units, self._ngram_size, self._max_penalty))
@@ -48,6 +52,18 @@ class RepetitionPenaltyTask(Task):
         *blank, huge = generic_canaries({})
         return [*blank, dataclasses.replace(huge, ceiling=floor),
                 Canary("one phrase repeated", "The answer is 72. " * 50, {}, ceiling=floor)]
+
+
+def explain_tag_count(completion: str, tags: Sequence[str], value: float) -> str:
+    """Which tags occur exactly once (each earns its share), and which are missing or repeated."""
+    counts = {tag: completion.count(tag) for tag in tags}
+    once = [quote(t) for t, n in counts.items() if n == 1]
+    missing = [quote(t) for t, n in counts.items() if n == 0]
+    repeated = [f"{quote(t)} x{n}" for t, n in counts.items() if n > 1]
+    parts = [f"{len(once)}/{len(tags)} tags exactly once ({value:g})"]
+    parts += [f"{label}: {', '.join(items)}" for label, items in (("missing", missing), ("repeated", repeated))
+              if items]
+    return "; ".join(parts)
 
 
 class TagCountTask(Task):
@@ -63,7 +79,8 @@ class TagCountTask(Task):
         self._tags = strings_option(self.name, "tags", tags)
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
-        return TaskOutcome(tag_count(completion, self._tags))
+        value = tag_count(completion, self._tags)
+        return TaskOutcome(value, explanation=explain_tag_count(completion, self._tags, value))
 
     def canaries(self) -> list[Canary]:
         """Tags alone earn this reward by definition (open-r1's): no canary with bare tags."""
@@ -87,6 +104,9 @@ class SoftOverlongTask(Task):
             raise InvalidTaskOptions(f"task {self.name!r}: soft_punish_cache ({soft_punish_cache}) must not "
                                      f"exceed max_completion_len ({max_completion_len})")
         self._length = TextLength(tokenizer)
+
+    def version_inputs(self) -> tuple[str, ...]:
+        return self._length.version_inputs()  # the tokenizer file counts in the verifier version
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         length = self._length(completion)

@@ -46,6 +46,13 @@ class TextLength:
         self.path = tokenizer
         self._tokenizer = _load_tokenizer(str(Path(tokenizer).expanduser().resolve())) if tokenizer else None
 
+    def version_inputs(self) -> tuple[str, ...]:
+        """The tokenizer file, for the verifier version of the task counting with it (none for characters)."""
+        if not self.path:
+            return ()
+        file = Path(self.path).expanduser()
+        return (str(file / "tokenizer.json" if file.is_dir() else file),)
+
     @property
     def unit(self) -> str:
         return "tokens" if self._tokenizer is not None else "chars"

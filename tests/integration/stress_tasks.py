@@ -43,6 +43,7 @@ class SleepTask(Task):
     description = "test task: sleeps reference.seconds"
     required_reference_fields = ("seconds",)
     batch_size = 1  # each item is slow: one per job
+    cacheable = False  # tests send it to keep workers busy: a repeat must take its time again
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         time.sleep(float(reference["seconds"]))

@@ -1,0 +1,250 @@
+"""``reward-service rescore``: score stored rollouts again and report what flipped.
+
+    reward-service score --in rollouts.jsonl --out old.jsonl --keep-inputs        # lines re-scorable
+    reward-service rescore --in old.jsonl --out new.jsonl --config configs/rewards.yaml   # in-process
+    reward-service rescore --in old.jsonl --out new.jsonl --endpoint localhost:50051
+    reward-service rescore --in results.jsonl --rollouts rollouts.jsonl --out new.jsonl  # joined by id
+
+The input holds old results with their rollouts: lines of ``score --keep-inputs`` (or of an earlier
+``rescore``), or results lines plus ``--rollouts`` (the ``--in`` file they were scored from). The
+output has the same lines re-scored, inputs kept, each stamped with its verifier version. The flip
+report (stdout) counts, per task, the rollouts whose score rose or fell by more than ``--epsilon``,
+that went from scored to unscored or back, or changed status only, with a few ids of each, and says
+whether the task's verifier version changed (a flip under an unchanged version means the verifier is
+not deterministic).
+
+One output never mixes verifier versions of one task: when the old lines of a task carry several
+versions (a file pieced together from runs), or the new results do (replicas of different builds
+behind ``--endpoint``), rescore refuses and writes nothing, unless ``--force``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from reward_core.contract import InvalidRollout, Rollout, RolloutResult, RolloutStatus
+from reward_service.jsonl_io import JsonlError, atomic_text_file, read_rollouts, write_results
+
+#: Score changes at most this large are not flips (floating-point noise of a weighted sum).
+DEFAULT_EPSILON = 1e-6
+#: Ids shown per kind of flip and task.
+DEFAULT_EXAMPLES = 3
+#: The kinds of change, in report order.
+FLIP_KINDS = ("up", "down", "scored_to_unscored", "unscored_to_scored", "status_changed")
+FLIP_LABELS = {"up": "score rose (0->1)", "down": "score fell (1->0)", "scored_to_unscored": "scored -> unscored",
+               "unscored_to_scored": "unscored -> scored", "status_changed": "status changed, same score"}
+
+
+class MixedVersions(ValueError):
+    """One task's results would carry several verifier versions; the message says which, and ``--force``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OldResult:
+    """What a stored line says about one rollout's earlier verdict."""
+
+    id: str
+    task: str
+    status: RolloutStatus
+    score: float
+    verifier_version: str = ""
+
+    @property
+    def scored(self) -> bool:
+        return self.status.scored
+
+
+@dataclasses.dataclass
+class TaskFlips:
+    """One task's changes between the old and the new results."""
+
+    task: str
+    total: int = 0
+    unchanged: int = 0
+    counts: dict[str, int] = dataclasses.field(default_factory=lambda: dict.fromkeys(FLIP_KINDS, 0))
+    examples: dict[str, list[str]] = dataclasses.field(default_factory=lambda: {k: [] for k in FLIP_KINDS})
+    old_versions: set[str] = dataclasses.field(default_factory=set)
+    new_versions: set[str] = dataclasses.field(default_factory=set)
+
+    @property
+    def flips(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def version_changed(self) -> bool:
+        return self.old_versions != self.new_versions
+
+
+def classify(old: OldResult, new: RolloutResult, epsilon: float = DEFAULT_EPSILON) -> str | None:
+    """The kind of change from ``old`` to ``new`` (one of FLIP_KINDS), or None when unchanged."""
+    if old.scored and not new.scored:
+        return "scored_to_unscored"
+    if new.scored and not old.scored:
+        return "unscored_to_scored"
+    if old.scored and new.score - old.score > epsilon:
+        return "up"
+    if old.scored and old.score - new.score > epsilon:
+        return "down"
+    return "status_changed" if old.status != new.status else None
+
+
+def flip_report(pairs: Iterable[tuple[OldResult, RolloutResult]], epsilon: float = DEFAULT_EPSILON,
+                examples: int = DEFAULT_EXAMPLES) -> dict[str, TaskFlips]:
+    """Task -> its flips, over (old, new) pairs of the same rollouts. Pure: no I/O."""
+    report: dict[str, TaskFlips] = {}
+    for old, new in pairs:
+        task = new.task or old.task
+        flips = report.setdefault(task, TaskFlips(task))
+        flips.total += 1
+        flips.old_versions.add(old.verifier_version)
+        flips.new_versions.add(new.verifier_version)
+        kind = classify(old, new, epsilon)
+        if kind is None:
+            flips.unchanged += 1
+            continue
+        flips.counts[kind] += 1
+        if len(flips.examples[kind]) < examples:
+            flips.examples[kind].append(old.id)
+    return dict(sorted(report.items()))
+
+
+def _versions(names: set[str]) -> str:
+    return ", ".join(sorted(v or "(none)" for v in names))
+
+
+def format_report(report: Mapping[str, TaskFlips]) -> str:
+    """The flip report as text, one block per task."""
+    lines = []
+    for flips in report.values():
+        version = (f"version changed: {_versions(flips.old_versions)} -> {_versions(flips.new_versions)}"
+                   if flips.version_changed else f"same version {_versions(flips.new_versions)}")
+        lines.append(f"{flips.task}: {flips.total} rollouts, {flips.flips} changed, {flips.unchanged} unchanged; "
+                     f"{version}")
+        for kind in FLIP_KINDS:
+            if flips.counts[kind]:
+                ids = ", ".join(flips.examples[kind])
+                lines.append(f"  {FLIP_LABELS[kind]}: {flips.counts[kind]}  (e.g. {ids})")
+        if flips.flips and not flips.version_changed:
+            lines.append("  note: results changed under the same verifier version: the task is not deterministic "
+                         "(or it calls a service whose answers changed)")
+    total = sum(f.total for f in report.values())
+    changed = sum(f.flips for f in report.values())
+    lines.append(f"total: {total} rollouts, {changed} changed")
+    return "\n".join(lines)
+
+
+def mixed_versions(results: Iterable[OldResult | RolloutResult]) -> dict[str, set[str]]:
+    """Task -> its versions, for the tasks whose results carry more than one (unknown tasks left out)."""
+    seen: dict[str, set[str]] = collections.defaultdict(set)
+    for r in results:
+        if r.status != RolloutStatus.UNKNOWN_TASK:
+            seen[r.task].add(r.verifier_version)
+    return {task: versions for task, versions in sorted(seen.items()) if len(versions) > 1}
+
+
+def _refuse_mixed(mixed: Mapping[str, set[str]], where: str, force: bool) -> None:
+    if mixed and not force:
+        detail = "; ".join(f"{task}: {_versions(versions)}" for task, versions in mixed.items())
+        raise MixedVersions(f"{where} mix verifier versions for one task ({detail}): nothing written. Re-score "
+                            "lines of one version at a time, or pass --force to write a mixed output")
+
+
+def _old_result(data: Mapping[str, Any], task: str, where: str) -> OldResult:
+    try:
+        status = RolloutStatus.from_name(str(data["status"]))
+        score = float(data.get("score") or 0.0)
+    except KeyError:
+        raise JsonlError(f"{where}: no 'status': not a results line (score --out writes them)") from None
+    except (TypeError, ValueError) as exc:
+        raise JsonlError(f"{where}: {exc}") from None
+    return OldResult(str(data["id"]), task, status, score, str(data.get("verifier_version") or ""))
+
+
+def read_scored(path: str | Path, rollouts_path: str | Path | None = None,
+                default_task: str = "") -> list[tuple[Rollout, OldResult]]:
+    """(rollout, old result) per line of a results file whose lines hold their rollout, or whose rollouts
+    ``rollouts_path`` holds (joined by id)."""
+    by_id = {r.id: r for r in read_rollouts(rollouts_path, default_task)} if rollouts_path else {}
+    pairs: list[tuple[Rollout, OldResult]] = []
+    seen: set[str] = set()
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise JsonlError(f"{where}: invalid JSON: {exc}") from None
+            if not isinstance(data, dict) or data.get("id") in (None, ""):
+                raise JsonlError(f"{where}: a results line must be a JSON object with an 'id'")
+            rid = str(data["id"])
+            if rid in seen:
+                raise JsonlError(f"{where}: duplicate id {rid!r}")
+            seen.add(rid)
+            if "completion" in data:
+                try:
+                    rollout = Rollout.from_dict(data, default_task=default_task)
+                except InvalidRollout as exc:
+                    raise JsonlError(f"{where}: {exc}") from None
+            elif rid in by_id:
+                rollout = by_id[rid]
+            else:
+                hint = f"no rollout with id {rid!r} in {rollouts_path}" if rollouts_path else \
+                    "the line holds no rollout: score with --keep-inputs, or give --rollouts (the scored --in file)"
+                raise JsonlError(f"{where}: {hint}")
+            pairs.append((rollout, _old_result(data, rollout.task, where)))
+    return pairs
+
+
+Scorer = Callable[[list[Rollout], argparse.Namespace, tqdm], Iterator[RolloutResult]]
+
+
+def rescore(args: argparse.Namespace, score: Scorer) -> int:
+    """The ``rescore`` command: ``score`` is the CLI's in-process or remote scoring generator."""
+    pairs = read_scored(args.in_path, args.rollouts, args.task or "")
+    rollouts = [rollout for rollout, _ in pairs]
+    old = [result for _, result in pairs]
+    _refuse_mixed(mixed_versions(old), f"the old results in {args.in_path}", args.force)
+    with tqdm(total=len(rollouts), unit="rollout", desc="re-scoring", disable=args.quiet) as bar:
+        new = list(score(rollouts, args, bar))
+    _refuse_mixed(mixed_versions(new), "the new results (replicas of different builds behind --endpoint?)",
+                  args.force)
+    with atomic_text_file(args.out_path) as out:
+        write_results(out, new, rollouts)
+    report = flip_report(zip(old, new), args.epsilon, args.examples)
+    print(format_report(report))
+    changed = sum(f.flips for f in report.values())
+    print(f"re-scored {len(new)} rollouts -> {args.out_path}; {changed} changed", file=sys.stderr)
+    return 1 if args.fail_on_flip and changed else 0
+
+
+def add_rescore_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``reward-service rescore`` (the scoring flags are the CLI's, as for ``score``)."""
+    parser.add_argument("--in", dest="in_path", required=True,
+                        help="old results JSONL whose lines hold their rollouts (score --keep-inputs, or rescore)")
+    parser.add_argument("--out", dest="out_path", required=True, help="new results JSONL (inputs kept), atomically")
+    parser.add_argument("--rollouts", help="the rollouts JSONL the old results were scored from, joined by id "
+                                           "(for results lines without their rollout)")
+    parser.add_argument("--task", help="task for rollouts that name none")
+    parser.add_argument("--force", action="store_true",
+                        help="write even when one task's old or new results carry several verifier versions")
+    parser.add_argument("--epsilon", type=float, default=DEFAULT_EPSILON,
+                        help="score changes up to this are not flips (default: %(default)s)")
+    parser.add_argument("--examples", type=int, default=DEFAULT_EXAMPLES,
+                        help="ids shown per kind of change and task (default: %(default)s)")
+    parser.add_argument("--fail-on-flip", action="store_true", help="exit 1 when any result changed (for CI)")
+    parser.add_argument("--endpoint", help="host:port of a running server (default: score in-process)")
+    parser.add_argument("--config", help="rewards YAML (in-process scoring)")
+    parser.add_argument("--call-timeout", type=float, default=600.0, help="deadline per call to --endpoint")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+

@@ -1,0 +1,261 @@
+"""The reward cache: a repeated rollout is answered from what its verifier said before, never verified twice.
+
+Content-addressed: the key is a SHA-256 over (task name, the task's verifier version hash, the
+reference as canonical JSON, the completion, the prompt and the metadata -- the last two left out
+only for a task that declares it never reads them, ``Task.cache_ignores``). A changed verifier
+(code, options, data files: ``reward_service.router.versioning``) has another version, so it never gets an
+older answer. The value is the task's outcome before the group stage (score, status, components,
+extracted, detail, steps, explanation): a groupwise task's group stage runs again on it.
+
+Only scored outcomes (OK, NO_ANSWER) of tasks with ``Task.cacheable`` (deterministic verifiers, not
+a remote model) are stored: a TIMEOUT, ERROR or UNAVAILABLE is retried next time.
+
+Bounded: in memory, least recently used entries go past ``max_entries`` or ``max_bytes`` (the
+serialized outcome's size plus a fixed overhead per entry). With ``path``, also an SQLite file
+(stdlib ``sqlite3``, WAL mode) that several replicas on one machine or volume can share: a memory
+miss reads it, and stored outcomes are written to it in batches by a background thread (``flush()``
+waits for them). The file keeps at most ``max_disk_entries`` rows, the oldest written deleted first.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import json
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from reward_core.contract import Rollout, RolloutStatus, StepScore
+from reward_service.task_api import TaskOutcome
+
+logger = logging.getLogger(__name__)
+
+#: Part of every key: a change in what is stored (the outcome's fields) changes every key.
+KEY_FORMAT = "reward-cache/1"
+#: Bytes counted per entry beyond its serialized value (key, LRU links, object headers).
+ENTRY_OVERHEAD_BYTES = 200
+#: Most rows one background write puts into the SQLite file in one transaction.
+WRITE_BATCH = 512
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(TaskOutcome))
+
+
+def cache_key(rollout: Rollout, version: str, ignores: frozenset[str] = frozenset(),
+              dedup_key: tuple[str, ...] | None = None) -> bytes:
+    """The content address of ``rollout`` scored by the verifier at ``version`` (32 bytes).
+
+    Built on ``Rollout.dedup_key()`` (task, completion, reference and metadata as sorted-key JSON, prompt),
+    which the caller may pass when it has it already.
+    """
+    task, completion, reference, prompt, metadata = dedup_key or rollout.dedup_key()
+    digest = hashlib.sha256()
+    for part in (KEY_FORMAT, task, version, reference, completion, "" if "prompt" in ignores else prompt,
+                 "" if "metadata" in ignores else metadata):
+        data = part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.digest()
+
+
+def encode_outcome(outcome: TaskOutcome) -> str:
+    """The outcome as compact JSON (every field of TaskOutcome)."""
+    data: dict[str, Any] = {}
+    for name in _FIELDS:
+        value = getattr(outcome, name)
+        if name == "status":
+            value = int(value)
+        elif name == "steps":
+            value = [step.to_dict() for step in value]
+        elif isinstance(value, Mapping):
+            value = dict(value)
+        data[name] = value
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_outcome(text: str) -> TaskOutcome | None:
+    """The outcome ``encode_outcome`` wrote; None when it does not fit this version's TaskOutcome."""
+    try:
+        data = json.loads(text)
+        if set(data) != set(_FIELDS):
+            return None
+        data["status"] = RolloutStatus(data["status"])
+        data["steps"] = tuple(StepScore(**step) for step in data["steps"])
+        return TaskOutcome(**data)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheStats:
+    """Counters since the cache was made (read by ``/metrics``)."""
+
+    hits: int
+    misses: int
+    stores: int
+    evictions: int
+    entries: int
+    bytes: int
+
+
+class _Store:
+    """The optional SQLite file: reads on the caller's thread, writes batched on a background thread."""
+
+    def __init__(self, path: str | Path, max_rows: int) -> None:
+        self.path = str(path)
+        self.max_rows = max_rows
+        self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS rewards (key BLOB PRIMARY KEY, value TEXT NOT NULL)")
+        self._writes: queue.SimpleQueue[tuple[bytes, str] | threading.Event | None] = queue.SimpleQueue()
+        self._writer = threading.Thread(target=self._write_loop, name="reward-cache-writer", daemon=True)
+        self._writer.start()
+
+    def get(self, key: bytes) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM rewards WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def put(self, key: bytes, value: str) -> None:
+        self._writes.put((key, value))
+
+    def flush(self) -> None:
+        """Returns once every earlier ``put`` is in the file."""
+        done = threading.Event()
+        self._writes.put(done)
+        done.wait()
+
+    def _write_loop(self) -> None:
+        while True:
+            first = self._writes.get()
+            batch: list[tuple[bytes, str]] = []
+            events: list[threading.Event] = []
+            stop = False
+            item: Any = first
+            while True:
+                if item is None:
+                    stop = True
+                elif isinstance(item, threading.Event):
+                    events.append(item)
+                else:
+                    batch.append(item)
+                if stop or len(batch) >= WRITE_BATCH or self._writes.empty():
+                    break
+                item = self._writes.get()
+            if batch:
+                self._write(batch)
+            for event in events:
+                event.set()
+            if stop:
+                return
+
+    def _write(self, batch: list[tuple[bytes, str]]) -> None:
+        try:
+            with self._lock:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.executemany("INSERT OR REPLACE INTO rewards (key, value) VALUES (?, ?)", batch)
+                # a (re)written row gets the next rowid: the oldest rows have the smallest ones
+                self._db.execute("DELETE FROM rewards WHERE rowid <= (SELECT max(rowid) FROM rewards) - ?",
+                                 (self.max_rows,))
+                self._db.execute("COMMIT")
+        except sqlite3.Error as exc:  # a full disk or a locked file costs cache hits, never a result
+            logger.warning("reward cache %s: could not store %d outcomes: %s", self.path, len(batch), exc)
+            with self._lock:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self._writes.put(None)
+        self._writer.join()
+        with self._lock:
+            self._db.close()
+
+
+class RewardCache:
+    """Scored outcomes by content address: an LRU in memory, optionally backed by a shared SQLite file."""
+
+    def __init__(self, max_entries: int = 500_000, max_bytes: int = 512 * 2**20, path: str | Path | None = None,
+                 max_disk_entries: int = 10_000_000) -> None:
+        if max_entries < 1 or max_bytes < 1 or max_disk_entries < 1:
+            raise ValueError(f"reward cache bounds must be >= 1: entries {max_entries}, bytes {max_bytes}, "
+                             f"disk entries {max_disk_entries}")
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._memory: collections.OrderedDict[bytes, tuple[TaskOutcome, int]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._bytes = 0
+        self._hits = self._misses = self._stores = self._evictions = 0
+        self._store = _Store(path, max_disk_entries) if path else None
+
+    @property
+    def path(self) -> str:
+        return self._store.path if self._store else ""
+
+    def get(self, key: bytes) -> TaskOutcome | None:
+        """The outcome stored under ``key`` (memory, then the file), counted as a hit or a miss."""
+        with self._lock:
+            entry = self._memory.get(key)
+            if entry is not None:
+                self._memory.move_to_end(key)
+                self._hits += 1
+                return entry[0]
+        outcome = None
+        if self._store is not None:
+            text = self._store.get(key)
+            outcome = decode_outcome(text) if text is not None else None
+            if outcome is not None:
+                self._remember(key, outcome, len(text))  # type: ignore[arg-type]
+        with self._lock:
+            if outcome is None:
+                self._misses += 1
+            else:
+                self._hits += 1
+        return outcome
+
+    def put(self, key: bytes, outcome: TaskOutcome) -> bool:
+        """Stores a scored outcome; an unscored one (or a non-finite score) is not stored. Returns whether stored."""
+        if not outcome.status.scored or outcome.score != outcome.score or abs(outcome.score) == float("inf"):
+            return False
+        text = encode_outcome(outcome)
+        self._remember(key, outcome, len(text))
+        with self._lock:
+            self._stores += 1
+        if self._store is not None:
+            self._store.put(key, text)
+        return True
+
+    def _remember(self, key: bytes, outcome: TaskOutcome, size: int) -> None:
+        cost = size + ENTRY_OVERHEAD_BYTES
+        with self._lock:
+            old = self._memory.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._memory[key] = (outcome, cost)
+            self._bytes += cost
+            while self._memory and (len(self._memory) > self.max_entries or self._bytes > self.max_bytes):
+                _, (_, freed) = self._memory.popitem(last=False)
+                self._bytes -= freed
+                self._evictions += 1
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return CacheStats(self._hits, self._misses, self._stores, self._evictions, len(self._memory), self._bytes)
+
+    def flush(self) -> None:
+        """Waits until every stored outcome is in the SQLite file (no-op without one)."""
+        if self._store is not None:
+            self._store.flush()
+
+    def close(self) -> None:
+        """Writes what is pending to the file and closes it; idempotent."""
+        store, self._store = self._store, None
+        if store is not None:
+            store.close()

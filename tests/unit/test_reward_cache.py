@@ -1,0 +1,114 @@
+"""The reward cache: content-addressed, bounded, scored outcomes only, shareable through SQLite."""
+
+import pytest
+
+from reward_core.contract import Rollout, RolloutStatus, StepScore
+from reward_service.router.reward_cache import RewardCache, cache_key, decode_outcome, encode_outcome
+from reward_service.task_api import TaskOutcome
+
+ROLLOUT = Rollout(id="a", task="gsm8k", completion="#### 72", reference={"answer": "72"}, prompt="p",
+                  metadata={"k": "v"})
+RIGHT = TaskOutcome(1.0, components={"gsm8k": 1.0}, extracted="72", detail="d", explanation="why")
+
+
+def key(i: int, version: str = "v1") -> bytes:
+    return cache_key(Rollout(id=str(i), task="gsm8k", completion=f"#### {i}", reference={"answer": "1"}), version)
+
+
+def test_an_outcome_survives_encoding_with_its_steps():
+    outcome = TaskOutcome(0.5, RolloutStatus.NO_ANSWER, {"a": 0.5}, "x", "detail",
+                          (StepScore(0, 3, 1.0, True, "ok"), StepScore(3, 9, 0.0, False)), "because")
+    assert decode_outcome(encode_outcome(outcome)) == outcome
+
+
+def test_a_stored_outcome_is_found_by_the_same_rollout_with_another_id():
+    cache = RewardCache()
+    cache.put(cache_key(ROLLOUT, "v1"), RIGHT)
+    same_content = Rollout(id="other", task="gsm8k", completion="#### 72", reference={"answer": "72"}, prompt="p",
+                           metadata={"k": "v"}, group_id="g")
+    assert cache.get(cache_key(same_content, "v1")) == RIGHT
+    assert cache.stats().hits == 1
+
+
+def test_another_verifier_version_misses():
+    cache = RewardCache()
+    cache.put(cache_key(ROLLOUT, "v1"), RIGHT)
+    assert cache.get(cache_key(ROLLOUT, "v2")) is None
+    assert cache.stats().misses == 1
+
+
+@pytest.mark.parametrize("change", [{"completion": "#### 73"}, {"reference": {"answer": "73"}}, {"prompt": "q"},
+                                    {"metadata": {"k": "w"}}, {"task": "math"}])
+def test_any_input_the_task_reads_is_part_of_the_key(change):
+    changed = Rollout(**{**ROLLOUT.__dict__, **change})
+    assert cache_key(changed, "v1") != cache_key(ROLLOUT, "v1")
+
+
+def test_a_task_that_ignores_the_prompt_and_metadata_shares_entries_across_them():
+    other = Rollout(**{**ROLLOUT.__dict__, "prompt": "another", "metadata": {}})
+    ignores = frozenset({"prompt", "metadata"})
+    assert cache_key(other, "v1", ignores) == cache_key(ROLLOUT, "v1", ignores)
+
+
+@pytest.mark.parametrize("status", [RolloutStatus.TIMEOUT, RolloutStatus.ERROR, RolloutStatus.UNAVAILABLE,
+                                    RolloutStatus.INVALID_REFERENCE])
+def test_unscored_outcomes_are_never_cached(status):
+    cache = RewardCache()
+    assert not cache.put(key(1), TaskOutcome(0.0, status, detail="failed"))
+    assert cache.get(key(1)) is None
+    assert cache.stats().entries == 0
+
+
+def test_a_non_finite_score_is_never_cached():
+    cache = RewardCache()
+    assert not cache.put(key(1), TaskOutcome(float("nan")))
+    assert cache.stats().entries == 0
+
+
+def test_the_least_recently_used_entry_goes_past_the_entry_bound():
+    cache = RewardCache(max_entries=2)
+    cache.put(key(1), RIGHT)
+    cache.put(key(2), RIGHT)
+    assert cache.get(key(1)) == RIGHT  # 1 is now more recent than 2
+    cache.put(key(3), RIGHT)
+    assert cache.get(key(2)) is None
+    assert cache.get(key(1)) == RIGHT and cache.get(key(3)) == RIGHT
+    assert cache.stats().entries == 2 and cache.stats().evictions == 1
+
+
+def test_the_byte_bound_holds():
+    one = len(encode_outcome(RIGHT)) + 200
+    cache = RewardCache(max_entries=1000, max_bytes=3 * one)
+    for i in range(10):
+        cache.put(key(i), RIGHT)
+    stats = cache.stats()
+    assert stats.entries == 3 and stats.bytes <= 3 * one
+    assert cache.get(key(9)) == RIGHT and cache.get(key(0)) is None
+
+
+def test_two_caches_share_one_sqlite_file(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    first, second = RewardCache(path=path), RewardCache(path=path)
+    try:
+        first.put(cache_key(ROLLOUT, "v1"), RIGHT)
+        first.flush()
+        assert second.get(cache_key(ROLLOUT, "v1")) == RIGHT
+        assert second.get(cache_key(ROLLOUT, "v2")) is None
+        assert second.stats().hits == 1 and second.stats().misses == 1
+    finally:
+        first.close()
+        second.close()
+
+
+def test_the_sqlite_file_outlives_the_cache_and_keeps_its_row_bound(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    cache = RewardCache(path=path, max_disk_entries=5)
+    for i in range(12):
+        cache.put(key(i), RIGHT)
+    cache.close()
+    reopened = RewardCache(path=path, max_disk_entries=5)
+    try:
+        found = [i for i in range(12) if reopened.get(key(i)) is not None]
+        assert found == list(range(7, 12))
+    finally:
+        reopened.close()
