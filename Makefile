@@ -10,8 +10,9 @@ SYSTEM_SETUP := scripts/system_setup.sh || echo "warning: scripts/system_setup.s
 
 setup: system-setup $(STAMP)
 
-# The code sandbox's system packages (bubblewrap, docker.io, debootstrap, g++) and a running
-# Docker engine. Idempotent; does something only as root (otherwise it says what is missing).
+# The code sandbox's system packages (bubblewrap, docker.io, debootstrap, the toolchains of the
+# SANDBOX_LANGUAGES set: core by default -- python, C/C++, bash --, all in CI) and a running Docker
+# engine. Idempotent; does something only as root (otherwise it says what is missing).
 # Not fatal here: without it the docker tests skip, or fail under SANDBOX_REQUIRE_DOCKER=1 (CI).
 # It also runs before the first install, so `make test` on a fresh machine gets it too.
 system-setup:
@@ -41,9 +42,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check .  # the linter first: it takes a second, the images minutes
-	# The sandbox's docker runner image, once per machine (cached by tag; ~2 min the first time):
-	# built here rather than inside the first docker test, which would count it against its timeout.
-	$(PY) -m sandbox.docker_image build --if-possible || echo "warning: no sandbox runner image; the docker tests will say why" >&2
+	# The sandbox's docker runner image of the SANDBOX_LANGUAGES set, once per machine (cached by tag;
+	# core ~1-2 min the first time, all ~10 min): built here rather than inside the first docker test,
+	# which would count it against its timeout.
+	$(PY) -m sandbox.docker_image build --if-possible --languages "$${SANDBOX_LANGUAGES:-core}" || echo "warning: no sandbox runner image; the docker tests will say why" >&2
 	# The service images of docker-compose.yml (cached; ~3 min the first time), for tests/e2e/test_compose.py.
 	$(PY) deploy/docker/build_images.py || echo "warning: service images not built; the compose test will say why" >&2
 	$(PY) -m pytest -q
@@ -83,6 +85,13 @@ bench-sandbox: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench-sandbox]'
 	$(PY) bench/bench_sandbox.py
 
+# Per language (those whose toolchain is installed): hello-world and compile + 10-test executions/s, compile
+# time and peak memory, side by side with Python (median of interleaved repeats). Flags: BENCH_LANGUAGES_ARGS=
+# "--languages go,java --runs 20".
+.PHONY: bench-languages
+bench-languages: $(STAMP)
+	$(PY) -m bench.bench_languages $(BENCH_LANGUAGES_ARGS)
+
 # Docker backend: warm containers vs a `docker run` per execution (needs a Docker engine: make system-setup).
 bench-sandbox-docker: $(STAMP)
 	$(PY) bench/bench_sandbox_docker.py
@@ -100,6 +109,18 @@ bench-trainer: $(STAMP)
 .PHONY: bench-http
 bench-http: $(STAMP)
 	$(PY) bench/bench_http.py
+
+# The rollout inspector on a 100,000-rollout file: time to index, to the first page of groups and its
+# histograms through the real server, and (with Chromium installed) to the rendered page.
+.PHONY: bench-inspector
+bench-inspector: $(STAMP)
+	$(PY) -m bench.bench_inspector
+
+# Re-scoring a 100,000-rollout file with unchanged verifiers: cold (empty reward cache) vs warm, median of
+# interleaved repeats, and the ratio (goal >= 20x). Flags: BENCH_RESCORE_ARGS="--n 10000 --repeats 2 --disk".
+.PHONY: bench-rescore
+bench-rescore: $(STAMP)
+	$(PY) bench/bench_rescore.py $(BENCH_RESCORE_ARGS)
 
 # Sandbox replicas behind one router, in containers: throughput with 1, 2 and 4 replicas and the
 # spread of calls (bounded by this machine's 2 cores; the output says so).

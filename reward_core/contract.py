@@ -103,6 +103,18 @@ class Rollout:
             group_id=str(data.get("group_id") or ""),
         )
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSONL input line ``from_dict`` reads (empty prompt, metadata and group id left out)."""
+        return {
+            "id": self.id,
+            "task": self.task,
+            "completion": self.completion,
+            "reference": dict(self.reference),
+            **({"prompt": self.prompt} if self.prompt else {}),
+            **({"metadata": dict(self.metadata)} if self.metadata else {}),
+            **({"group_id": self.group_id} if self.group_id else {}),
+        }
+
     def dedup_key(self) -> tuple[str, str, str, str, str]:
         """Identical (task, completion, reference, prompt, metadata) items are verified once.
 
@@ -146,6 +158,11 @@ class RolloutResult:
     task: str = ""
     group_id: str = ""
     steps: tuple[StepScore, ...] = ()
+    #: Why the verdict, in a line or two (``reward_service.tasks.explanation``): what was extracted, which rule
+    #: matched or why nothing did, which test failed; for an unscored rollout, why.
+    explanation: str = ""
+    #: The version hash of the verifier that decided it (``TaskInfo.verifier_version``); "" when no task did.
+    verifier_version: str = ""
 
     @property
     def scored(self) -> bool:
@@ -157,7 +174,7 @@ class RolloutResult:
         return self.score if self.scored else None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSONL output line: id, score, status, components, extracted, error."""
+        """The JSONL output line: id, score, status, components, extracted, error, explanation."""
         return {
             "id": self.id,
             "score": self.score,
@@ -166,8 +183,12 @@ class RolloutResult:
             "components": dict(self.components),
             "extracted": self.extracted,
             "error": self.error,
+            "explanation": self.explanation,
             "elapsed_ms": round(self.elapsed_ms, 3),
             **({"steps": [step.to_dict() for step in self.steps]} if self.steps else {}),
+            **({"task": self.task} if self.task else {}),
+            **({"group_id": self.group_id} if self.group_id else {}),
+            **({"verifier_version": self.verifier_version} if self.verifier_version else {}),
         }
 
 
@@ -204,6 +225,8 @@ class TaskInfo:
     kind: str = "task"
     weights: Mapping[str, float] = field(default_factory=dict)
     produces_steps: bool = False
+    #: The task's verifier version hash (code + options + data files; ``reward_service.router.versioning``).
+    verifier_version: str = ""
 
 
 def group_stats(results: list[RolloutResult]) -> list[GroupStats]:

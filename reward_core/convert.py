@@ -90,16 +90,19 @@ def result_to_proto(result: RolloutResult) -> pb.RolloutResult:
         group_id=result.group_id,
         steps=[pb.StepScore(start=st.start, end=st.end, score=st.score, scored=st.scored, label=st.label)
                for st in result.steps],
+        explanation=result.explanation,
+        verifier_version=result.verifier_version,
     )
 
 
 def result_from_proto(msg: pb.RolloutResult) -> RolloutResult:
-    error = msg.error
+    error, explanation = msg.error, msg.explanation
     try:
         status = RolloutStatus(msg.status)
     except ValueError:  # a status from a newer server: unscored, and say so
         status = RolloutStatus.ERROR
         error = error or f"unknown rollout status {msg.status} (newer server?)"
+        explanation = f"unknown rollout status {msg.status} (newer server?); {explanation or error}"
     return RolloutResult(
         id=msg.id,
         status=status,
@@ -111,6 +114,8 @@ def result_from_proto(msg: pb.RolloutResult) -> RolloutResult:
         task=msg.task,
         group_id=msg.group_id,
         steps=tuple(StepScore(st.start, st.end, st.score, st.scored, st.label) for st in msg.steps),
+        explanation=explanation,
+        verifier_version=msg.verifier_version,
     )
 
 
@@ -156,6 +161,7 @@ def task_info_to_proto(info: TaskInfo) -> pb.TaskInfo:
         kind=info.kind,
         weights=dict(info.weights),
         produces_steps=info.produces_steps,
+        verifier_version=info.verifier_version,
     )
 
 
@@ -168,4 +174,5 @@ def task_info_from_proto(msg: pb.TaskInfo) -> TaskInfo:
         kind=msg.kind,
         weights=dict(msg.weights),
         produces_steps=msg.produces_steps,
+        verifier_version=msg.verifier_version,
     )

@@ -6,7 +6,10 @@
     reward-service serve-rm --checkpoint runs/rm/final --port 50052                   # reward model
     reward-service status --endpoint localhost:50051 --metrics-url http://localhost:9100/metrics
     reward-service serve-http --upstream localhost:50051 --port 8080   # OpenRLHF, slime, NeMo Gym, SandboxFusion
+    reward-service rescore --in old.jsonl --out new.jsonl --config configs/rewards.yaml  # what flipped, per task
     reward-service make-data rg:leg_counting --n 1000 --seed 0 --out prompts.jsonl   # training prompts
+    reward-service inspect runs/grpo_demo          # a run's rollouts as a web page on http://127.0.0.1:8765/
+    reward-service explain --task gsm8k --completion '#### 72' --reference '{"answer": "72"}'  # why this verdict
 
 Flags default to ``REWARD_SERVICE_<FLAG>`` environment variables (for containers); the
 security flags (TLS, token, ``--insecure``) to ``REWARD_SUITE_<FLAG>``, shared by every
@@ -31,6 +34,7 @@ from tqdm import tqdm
 from reward_core.channel_security import add_client_security_flags, client_security_from_args
 from reward_core.config_flags import add_dataclass_flags, dataclass_values
 from reward_core.contract import Rollout
+from reward_core.extras import MissingExtra, require_extra
 from reward_core.log_context import LOG_FORMATS, configure_logging
 from reward_core.server_security import add_server_security_flags, server_security_from_args
 from reward_service.jsonl_io import JsonlError, atomic_text_file, read_rollouts, write_results
@@ -44,7 +48,7 @@ ENV_PREFIX = "REWARD_SERVICE_"
 SCORE_CHUNK = 256
 NO_FLAGS = ("scorer.rewards", "security")  # set another way: the --config file, the security flags
 SCORE_FIELDS = ("scorer.workers", "scorer.item_timeout_s", "scorer.memory_limit_mb",  # in-process scoring
-                "scorer.endpoints")
+                "scorer.endpoints", "scorer.reward_cache", "scorer.reward_cache_entries")
 
 
 def _rewards(path: str | None) -> RewardsConfig:
@@ -65,6 +69,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_http(args: argparse.Namespace) -> int:
+    require_extra("http", "reward-service serve-http")
     from reward_service.http_door.server import UPSTREAM_RUNTIME_FIELDS, HttpServerConfig, serve_http
 
     config = HttpServerConfig(**dataclass_values(args, HttpServerConfig, skip=UPSTREAM_RUNTIME_FIELDS))
@@ -73,6 +78,7 @@ def cmd_serve_http(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_rm(args: argparse.Namespace) -> int:
+    require_extra("rm", "reward-service serve-rm")
     from reward_service.rm.rm_server import serve_rm
 
     values = dataclass_values(args, RewardModelServerConfig, skip=("security",))
@@ -118,11 +124,58 @@ def cmd_score(args: argparse.Namespace) -> int:
     with tqdm(total=len(rollouts), unit="rollout", desc="scoring", disable=args.quiet) as bar, \
             atomic_text_file(args.out_path) as out:
         source = _score_remote if args.endpoint else _score_in_process
-        written = write_results(out, tally(source(rollouts, args, bar)))
+        written = write_results(out, tally(source(rollouts, args, bar)), rollouts if args.keep_inputs else None)
     scored = counts["OK"] + counts["NO_ANSWER"]
     print(f"scored {written} rollouts -> {args.out_path}; mean reward {total / max(scored, 1):.4f} "
           f"over {scored} scored; statuses {dict(sorted(counts.items()))}", file=sys.stderr)
     return 0
+
+
+def _text_arg(value: str, flag: str) -> str:
+    """A text flag's value, or the contents of the file it names as ``@path``."""
+    if not value.startswith("@"):
+        return value
+    try:
+        with open(value[1:], encoding="utf-8") as f:
+            return f.read()
+    except OSError as exc:
+        raise ValueError(f"{flag} {value!r}: cannot read the file: {exc.strerror or exc}") from None
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Scores one rollout in this process and prints everything known about its verdict."""
+    from reward_core.contract import normalize_reference
+    from reward_service.router.registry import build_registry
+    from reward_service.task_api import TaskInput
+    from reward_service.tasks.explanation import trace
+
+    raw = _text_arg(args.reference, "--reference")
+    try:
+        reference = json.loads(raw)
+    except json.JSONDecodeError:
+        reference = raw  # a bare gold answer, as the clients accept it
+    reference = normalize_reference(reference)
+    registry = build_registry(_rewards(args.config))
+    if args.task not in registry:
+        raise ValueError(registry.unknown_message(args.task))
+    item = TaskInput(_text_arg(args.completion, "--completion"), reference, _text_arg(args.prompt, "--prompt"))
+    report = trace(registry.get(args.task), item, task_name=args.task)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2, default=str))
+        return 0
+    for key, value in report.items():
+        if isinstance(value, (dict, list)) and value:
+            value = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+        if isinstance(value, str) and "\n" in value:  # a block (a traceback, a program, the trace): indented
+            value = "\n  " + value.rstrip("\n").replace("\n", "\n  ")
+        print(f"{key}: {value}")
+    return 0
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from reward_service.rescore import rescore
+
+    return rescore(args, _score_remote if args.endpoint else _score_in_process)
 
 
 def cmd_make_data(args: argparse.Namespace) -> int:
@@ -142,6 +195,14 @@ def cmd_make_data(args: argparse.Namespace) -> int:
         with open(args.out_path, "w", encoding="utf-8") as out:
             out.write(lines)
     print(f"wrote {len(rows)} prompts of {args.task} (seed {args.seed}) -> {args.out_path}", file=sys.stderr)
+    return 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    require_extra("http", "reward-service inspect")
+    from reward_service.inspector.server import InspectConfig, serve_inspector
+
+    serve_inspector(InspectConfig(args.path, rollouts=args.rollouts, port=args.port))
     return 0
 
 
@@ -183,9 +244,21 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--config", help="rewards YAML (in-process scoring)")
     score.add_argument("--call-timeout", type=float, default=600.0, help="deadline per call to --endpoint")
     score.add_argument("--quiet", action="store_true", help="no progress bar")
+    score.add_argument("--keep-inputs", action="store_true",
+                       help="also write each rollout's fields (completion, reference, ...) on its line, so "
+                            "'reward-service rescore' can re-score the file")
     add_dataclass_flags(score, ServerConfig, ENV_PREFIX, only=SCORE_FIELDS)
     add_client_security_flags(score)
     score.set_defaults(func=cmd_score)
+
+    from reward_service.rescore import add_rescore_arguments  # argparse only: imports no scorer
+
+    rescore = sub.add_parser("rescore", help="re-score stored results (their rollouts) and print what flipped, "
+                                             "per task; refuses to mix verifier versions without --force")
+    add_rescore_arguments(rescore)
+    add_dataclass_flags(rescore, ServerConfig, ENV_PREFIX, only=SCORE_FIELDS)
+    add_client_security_flags(rescore)
+    rescore.set_defaults(func=cmd_rescore)
 
     from reward_service.tasks.reasoning_gym_data import INSTRUCTIONS  # a tuple: imports no generator
 
@@ -202,6 +275,27 @@ def build_parser() -> argparse.ArgumentParser:
                                 "<answer>...</answer>); none: the question alone (default: %(default)s)")
     make_data.set_defaults(func=cmd_make_data)
 
+    explain = sub.add_parser("explain", help="score one rollout in-process and print the full trace of its verdict "
+                                             "(status, score, components, extracted, explanation, the task's trace)")
+    explain.add_argument("--task", required=True, help="task or composite reward name (see --config)")
+    explain.add_argument("--completion", required=True, help="the completion, or @file to read it from a file")
+    explain.add_argument("--reference", default="{}",
+                         help="the reference as JSON (or a bare gold answer), or @file (default: {})")
+    explain.add_argument("--prompt", default="", help="the prompt, or @file")
+    explain.add_argument("--config", help="rewards YAML: task options and composite rewards")
+    explain.add_argument("--json", action="store_true", help="print one JSON object instead of 'key: value' lines")
+    explain.set_defaults(func=cmd_explain)
+
+    inspect = sub.add_parser("inspect", help="serve a run's rollouts (or a results JSONL) as a local web page: "
+                                             "groups side by side, filters, explanations, reward histograms")
+    inspect.add_argument("path", help="a run directory (its rollouts.jsonl), a rollouts.jsonl, or a results JSONL "
+                                      "from 'score'")
+    inspect.add_argument("--rollouts", help="with a results JSONL: the --in file it was scored from (prompts and "
+                                            "completions, joined by id)")
+    inspect.add_argument("--port", type=int, default=8765,
+                         help="port on 127.0.0.1 (0: any free port; default: %(default)s)")
+    inspect.set_defaults(func=cmd_inspect)
+
     add_status_command(sub)
     return parser
 
@@ -215,6 +309,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return args.func(args)
-    except (JsonlError, RewardsConfigError, ValueError, OSError) as exc:
+    except (JsonlError, RewardsConfigError, MissingExtra, ValueError, OSError) as exc:
         print(f"reward-service: error: {exc}", file=sys.stderr)
         return 2

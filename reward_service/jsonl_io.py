@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -38,11 +38,16 @@ def read_rollouts(path: str | Path, default_task: str = "") -> list[Rollout]:
     return rollouts
 
 
-def write_results(out: TextIO, results: Iterable[RolloutResult]) -> int:
-    """Writes one JSON line per result; returns how many were written."""
+def write_results(out: TextIO, results: Iterable[RolloutResult], inputs: Sequence[Rollout] | None = None) -> int:
+    """Writes one JSON line per result; returns how many were written.
+
+    With ``inputs`` (the rollouts, in the results' order), each line also holds its rollout's fields
+    (completion, reference, prompt, metadata, group id): a file ``reward-service rescore`` can re-score.
+    """
     n = 0
     for r in results:
-        out.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
+        line = {**inputs[n].to_dict(), **r.to_dict()} if inputs is not None else r.to_dict()
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
         n += 1
     out.flush()
     return n

@@ -25,6 +25,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import contextvars
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
@@ -101,14 +102,18 @@ class TaskOutcome:
     detail: str = ""
     #: Step-level (process) scores, for tasks with ``produces_steps`` (see StepScore).
     steps: tuple[StepScore, ...] = ()
+    #: Why the verdict, in a line or two (the result's ``explanation``): what was extracted, which
+    #: rule matched or why nothing did. "" lets the server build one from the fields above
+    #: (``reward_service.tasks.explanation.explain_outcome``).
+    explanation: str = ""
 
     @classmethod
-    def binary(cls, correct: bool, *, extracted: str = "", detail: str = "") -> TaskOutcome:
-        return cls(score=1.0 if correct else 0.0, extracted=extracted, detail=detail)
+    def binary(cls, correct: bool, *, extracted: str = "", detail: str = "", explanation: str = "") -> TaskOutcome:
+        return cls(score=1.0 if correct else 0.0, extracted=extracted, detail=detail, explanation=explanation)
 
     @classmethod
-    def no_answer(cls, detail: str = "no answer found") -> TaskOutcome:
-        return cls(score=0.0, status=RolloutStatus.NO_ANSWER, detail=detail)
+    def no_answer(cls, detail: str = "no answer found", explanation: str = "") -> TaskOutcome:
+        return cls(score=0.0, status=RolloutStatus.NO_ANSWER, detail=detail, explanation=explanation)
 
 
 @dataclass(frozen=True)
@@ -176,6 +181,13 @@ class Task(abc.ABC):
     #: A task whose score depends on the other completions of its group (the rollouts of one request
     #: sharing a ``group_id``): the server calls ``score_group`` once every member's outcome is known.
     groupwise: ClassVar[bool] = False
+    #: Whether the server may answer a repeated rollout from its reward cache (``router/reward_cache.py``)
+    #: instead of verifying it again: True for a deterministic verifier; False for a task whose answer may
+    #: change for the same input (it calls a remote model or judge, or depends on wall-clock limits).
+    cacheable: ClassVar[bool] = True
+    #: Rollout fields the task never reads ("prompt", "metadata"), left out of its cache key (default:
+    #: none, so a task that reads the prompt or metadata is never answered for another one).
+    cache_ignores: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, **options: Any) -> None:
         if options:
@@ -215,6 +227,12 @@ class Task(abc.ABC):
         """
         return list(outcomes)
 
+    def explain(self, item: TaskInput, outcome: TaskOutcome) -> Mapping[str, Any]:
+        """A longer trace of one verdict for ``reward-service explain`` (``reward_service.tasks.explanation.trace``),
+        beside the outcome's own fields: e.g. the gold as the grader reads it, each test's result. Runs
+        in the caller's process, never in the server. Default: nothing more than the outcome."""
+        return {}
+
     def self_check(self) -> list[str]:
         """Known-answer checks run once at server start-up; one line per failure (default: none).
 
@@ -231,6 +249,11 @@ class Task(abc.ABC):
         at most its ceiling; a failure is logged (``--strict-canaries``: the server refuses to start).
         Default: none, and the registry reports that; ``canary_exemption`` says why a task has none.
         """
+        return ()
+
+    def version_inputs(self) -> Sequence[str | os.PathLike[str]]:
+        """The data files this task reads (a tokenizer, a word list): their bytes are part of its verifier
+        version (``reward_service.router.versioning``), with its code and options. Default: none."""
         return ()
 
     def check_reference(self, reference: Mapping[str, Any]) -> None:

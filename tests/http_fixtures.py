@@ -21,8 +21,17 @@ def serve_app(reward_address: str, adapters: list[RouteFactory] | None = None, *
               timeout_s: float = 120.0) -> Iterator[tuple[str, Starlette]]:
     """Serves the front door (``adapters``: default every one) onto ``reward_address``; yields
     ``(base URL, app)`` (the app's ``state.door`` has the upstreams and the micro-batcher)."""
-    app = create_app(DoorConfig(UpstreamConfig(reward_address, sandbox, rm, timeout_s, max_batch, max_wait_ms),
-                                token=token, nemo_gym_reward=nemo_gym_reward), adapters)
+    config = DoorConfig(UpstreamConfig(reward_address, sandbox, rm, timeout_s, max_batch, max_wait_ms),
+                        token=token, nemo_gym_reward=nemo_gym_reward)
+    with serve_door_config(config, adapters) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def serve_door_config(config: DoorConfig, adapters: list[RouteFactory] | None = None
+                      ) -> Iterator[tuple[str, Starlette]]:
+    """Serves the front door built from ``config``; yields ``(base URL, app)``."""
+    app = create_app(config, adapters)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, name="http-door", daemon=True)
     thread.start()

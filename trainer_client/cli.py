@@ -26,6 +26,8 @@ import sys
 import typing
 from collections.abc import Callable, Sequence
 
+from reward_core.extras import MissingExtra, require_extra
+from trainer_client.errors import USER_ERRORS
 from trainer_client.prm.prm_cli import register_prm_commands
 from trainer_client.subcommands import (
     SUBCOMMANDS,
@@ -124,6 +126,9 @@ def _training_command(parser: argparse.ArgumentParser, section: str, example: st
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help=f"override one config value (YAML syntax), repeatable: --set {example}")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    parser.add_argument("--allow-config-change", action="store_true",
+                        help="resume a run (--run-dir) although its config changed (else refused, naming the keys); "
+                             "every config it ran with is kept: config.yaml, config.resume-<step>.yaml")
     parser.add_argument("--help-config", action="store_true",
                         help="list the algorithm presets and what each sets, and every config key with its help; exit")
 
@@ -136,21 +141,20 @@ def _training_command(parser: argparse.ArgumentParser, section: str, example: st
         if args.help_config:
             print(config_api.describe())
             return 0
+        overrides = [*args.overrides, *(["run.allow_config_change=true"] if args.allow_config_change else [])]
         try:
-            config = config_api.load_config(args.config, args.overrides, args.run_dir)
+            config = config_api.load_config(args.config, overrides, args.run_dir)
         except ValueError as exc:
             raise CliError(str(exc)) from exc
         if args.print_config:
             print(config_api.to_yaml(config), end="")
             return 0
-        from trainer_client.train.rollouts import PromptDataError
-
         train, errors = load_trainer()
         # SIGTERM unwinds like Ctrl-C, so the embedded reward server is stopped too.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
         try:
             summary = train(config)
-        except (PromptDataError, OSError, *errors) as exc:
+        except (*USER_ERRORS, OSError, *errors) as exc:
             raise CliError(str(exc)) from exc
         print(json.dumps(dataclasses.asdict(summary)))
         return 0
@@ -210,6 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:  # a client-only install (no torch): name the extra, not a traceback from a subcommand's import
+        require_extra("train", "trainer-client")
+    except MissingExtra as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
     try:

@@ -10,11 +10,13 @@
 Each opens one channel with the core's factory (:class:`~reward_core.channel_config.ChannelConfig`:
 retries of UNAVAILABLE by gRPC's own retry policy, keepalive, message sizes, TLS and token) and
 speaks the core's dataclasses; only these modules touch the generated stubs. An endpoint where
-nothing answers is :class:`~reward_core.clients.errors.EndpointUnreachable` within seconds.
+nothing answers is :class:`~reward_core.clients.errors.EndpointUnreachable` within seconds; a
+reward server that went away with no other replica is
+:class:`~reward_core.clients.errors.ServerUnavailable` within seconds.
 """
 
 from reward_core.clients.batching import GroupResult
-from reward_core.clients.errors import ClientError, EndpointUnreachable
+from reward_core.clients.errors import ClientError, EndpointUnreachable, ServerUnavailable
 from reward_core.clients.reward import AsyncRewardClient, RewardClient
 from reward_core.clients.reward_model import AsyncRewardModelClient, RewardModelClient
 from reward_core.clients.sandbox import AsyncSandboxClient, SandboxClient, SandboxReplyError
@@ -30,4 +32,5 @@ __all__ = [
     "RewardModelClient",
     "SandboxClient",
     "SandboxReplyError",
+    "ServerUnavailable",
 ]

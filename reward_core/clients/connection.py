@@ -3,6 +3,12 @@ and the standard health check.
 
 Each client owns one channel, opened by the core's factory (:class:`ChannelConfig`): gRPC's own
 ``retryPolicy`` retries UNAVAILABLE for the client's service, so no client loops on errors itself.
+
+A client with a connect check (``connect_timeout_s``, the default) waits for its first connection
+itself (:func:`wait_connected`, explaining a failure), then may send its calls with
+``wait_for_ready=False`` (``_wait_for_ready``), overriding the channel's ``waitForReady``: a call
+made while no replica is ready (the only server drained or shut down) then fails within the retry
+policy's few backoffs instead of queueing until its deadline.
 """
 
 from __future__ import annotations
@@ -176,10 +182,51 @@ async def aio_serving(channel: grpc.aio.Channel, timeout_s: float = HEALTH_TIMEO
     return reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
-class BlockingChannelOwner:
-    """What a blocking client that owns ``self._channel`` offers: health, ``close`` and ``with``."""
+class _ConnectOnce:
+    """A client's connection check before its first call (``connect_timeout_s``; None: no check, calls
+    wait for the server as long as their deadline allows, as a server-side client that may start
+    before its peer wants)."""
+
+    endpoint: str
+    connect_timeout_s: float | None = None
+    _connected: bool = True
+    _service_label: str = "server"
+
+    def _init_connect(self, connect_timeout_s: float | None, service_label: str) -> None:
+        if connect_timeout_s is not None:
+            check_timeout(connect_timeout_s)
+        self.connect_timeout_s = connect_timeout_s
+        self._connected = connect_timeout_s is None
+        self._service_label = service_label
+        self._connect_lock = threading.Lock()
+
+    def _connect_limit(self, timeout_s: float | None) -> float:
+        return timeout_s or self.connect_timeout_s or CONNECT_TIMEOUT_S
+
+    @property
+    def _wait_for_ready(self) -> bool | None:
+        """Once connected, a call fails fast (UNAVAILABLE, retried by the channel's policy) when no
+        replica is ready, instead of queueing until its deadline; None (the channel's
+        ``waitForReady``) for a client without a connect check."""
+        return None if self.connect_timeout_s is None else False
+
+
+class BlockingChannelOwner(_ConnectOnce):
+    """What a blocking client that owns ``self._channel`` offers: health, the connect check, ``close``
+    and ``with``."""
 
     _channel: grpc.Channel
+
+    def check_connection(self, timeout_s: float | None = None) -> None:
+        """Waits for a connection (at most ``timeout_s``, default ``connect_timeout_s`` or 10 s);
+        raises EndpointUnreachable saying why none came. Calls do this once, before the first."""
+        with self._connect_lock:
+            wait_connected(self._channel, self.endpoint, self._connect_limit(timeout_s), self._service_label)
+            self._connected = True
+
+    def _ensure_connected(self) -> None:
+        if not self._connected:
+            self.check_connection()
 
     def serving(self, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:
         """Whether the server answers the standard health check SERVING (False when unreachable)."""
@@ -196,10 +243,19 @@ class BlockingChannelOwner:
         self.close()
 
 
-class AsyncChannelOwner:
+class AsyncChannelOwner(_ConnectOnce):
     """The asyncio counterpart of :class:`BlockingChannelOwner` (``async with``)."""
 
     _channel: grpc.aio.Channel
+
+    async def check_connection(self, timeout_s: float | None = None) -> None:
+        """Async counterpart of BlockingChannelOwner.check_connection."""
+        await aio_wait_connected(self._channel, self.endpoint, self._connect_limit(timeout_s), self._service_label)
+        self._connected = True
+
+    async def _ensure_connected(self) -> None:
+        if not self._connected:
+            await self.check_connection()
 
     async def serving(self, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:
         """Whether the server answers the standard health check SERVING (False when unreachable)."""

@@ -24,15 +24,25 @@ answers it raises :class:`~reward_core.clients.errors.EndpointUnreachable` sayin
 refused, a name that does not resolve, no answer, not a gRPC port) instead of waiting out the
 call's deadline. ``connect_timeout_s=None`` waits for the server as long as the deadline allows
 (for a server that is still starting).
+
+Once connected, ``timeout_s`` is one deadline for each request the client sends (a chunk of at most
+``chunk_size`` rollouts) together with its resends. A server that goes away (draining on SIGTERM,
+shut down) while no other replica is ready does not hold calls until their deadline: a call
+started then raises :class:`~reward_core.clients.errors.ServerUnavailable` within seconds (after
+the channel's few UNAVAILABLE retries), and rollouts a draining server handed back unverified that
+no replica took stay unscored UNAVAILABLE, their ``error`` saying so. Other RPC errors
+(INVALID_ARGUMENT, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED) are raised as ``grpc.RpcError``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import itertools
 import os
 import socket
-import threading
+import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
 
@@ -52,6 +62,7 @@ from reward_core.clients.batching import (
     plan_chunks,
     split_groups,
 )
+from reward_core.clients.errors import ServerUnavailable
 from reward_core.contract import Rollout, RolloutResult, ScoreBatchResult, TaskInfo, group_stats
 
 __all__ = ["RewardClient", "AsyncRewardClient", "GroupResult"]
@@ -71,11 +82,27 @@ def retry_request(request: pb.ScoreRequest, batch: ScoreBatchResult, attempt: in
                            rollouts=[m for m in request.rollouts if m.id in again])
 
 
+def left_unverified(batch: ScoreBatchResult, why: str) -> ScoreBatchResult:
+    """``batch`` with the error of each rollout still answered retryable replaced by ``why``."""
+    results = [dataclasses.replace(r, error=why) if r.status.retryable else r for r in batch.results]
+    return dataclasses.replace(batch, results=results)
+
+
 def with_retried(batch: ScoreBatchResult, retried: ScoreBatchResult) -> ScoreBatchResult:
     """``batch`` with the results of ``retried`` in place of the ones of the same ids."""
     by_id = {r.id: r for r in retried.results}
     results = [by_id.get(r.id, r) for r in batch.results]
     return ScoreBatchResult(batch.request_id, results, group_stats(results), batch.elapsed_ms + retried.elapsed_ms)
+
+
+def _code(exc: grpc.RpcError) -> grpc.StatusCode | None:
+    code = getattr(exc, "code", None)  # a blocking call's error and grpc.aio's AioRpcError both have one
+    return code() if callable(code) else None
+
+
+def _details(exc: grpc.RpcError) -> str:
+    details = getattr(exc, "details", None)
+    return (details() if callable(details) else "") or str(_code(exc) or exc)
 
 
 class _ClientBase:
@@ -84,10 +111,7 @@ class _ClientBase:
                  connect_timeout_s: float | None = connection.CONNECT_TIMEOUT_S) -> None:
         if timeout_s <= 0 or chunk_size < 1 or item_timeout_s < 0:
             raise ValueError("need timeout_s > 0, chunk_size >= 1, item_timeout_s >= 0")
-        if connect_timeout_s is not None:
-            connection.check_timeout(connect_timeout_s)
-        self.connect_timeout_s = connect_timeout_s
-        self._connected = connect_timeout_s is None
+        self._init_connect(connect_timeout_s, "reward service")
         self.endpoint = endpoint
         self.timeout_s = timeout_s
         self.chunk_size = chunk_size
@@ -115,6 +139,21 @@ class _ClientBase:
         timeout = self.item_timeout_s if item_timeout_s is None else item_timeout_s
         return convert.score_request_to_proto(rollouts, request_id or self._new_id(), timeout)
 
+    @contextlib.contextmanager
+    def _typed_errors(self) -> Iterator[None]:
+        """UNAVAILABLE (no replica took the call: draining, shut down) as ServerUnavailable."""
+        try:
+            yield
+        except grpc.RpcError as exc:
+            if _code(exc) is grpc.StatusCode.UNAVAILABLE:
+                raise ServerUnavailable(self.endpoint, _details(exc), "reward service") from None
+            raise
+
+    def _unverified_reason(self, exc: grpc.RpcError) -> str:
+        detail = _details(exc)
+        return (f"not verified: the reward service at {self.endpoint} is draining or shut down and no other "
+                f"replica answered ({detail})")
+
 
 class RewardClient(_ClientBase, connection.BlockingChannelOwner):
     """Blocking client. Thread-safe: one instance can serve many threads."""
@@ -126,32 +165,26 @@ class RewardClient(_ClientBase, connection.BlockingChannelOwner):
                          channel=channel, client_id=client_id, connect_timeout_s=connect_timeout_s)
         self._channel = self.channel_config.channel(endpoint)
         self._stub = reward_pb2_grpc.RewardServiceStub(self._channel)
-        self._connect_lock = threading.Lock()
 
-    def check_connection(self, timeout_s: float | None = None) -> None:
-        """Waits for a connection (at most ``timeout_s``, default ``connect_timeout_s`` or 10 s);
-        raises EndpointUnreachable saying why none came. Calls do this once, before the first."""
-        with self._connect_lock:
-            limit = timeout_s or self.connect_timeout_s or connection.CONNECT_TIMEOUT_S
-            connection.wait_connected(self._channel, self.endpoint, limit, "reward service")
-            self._connected = True
-
-    def _ensure_connected(self) -> None:
-        if not self._connected:
-            self.check_connection()
+    def _score(self, request: pb.ScoreRequest, timeout_s: float) -> ScoreBatchResult:
+        return convert.batch_from_proto(self._stub.Score(request, timeout=timeout_s, metadata=self._metadata,
+                                                         wait_for_ready=self._wait_for_ready))
 
     def _call(self, request: pb.ScoreRequest) -> ScoreBatchResult:
+        """One Score call and the resends of what a draining server handed back, under one deadline."""
         self._ensure_connected()
-        batch = convert.batch_from_proto(self._stub.Score(request, timeout=self.timeout_s, metadata=self._metadata))
+        deadline = time.monotonic() + self.timeout_s
+        with self._typed_errors():
+            batch = self._score(request, self.timeout_s)
         for attempt in range(1, self.channel_config.max_attempts):
             again = retry_request(request, batch, attempt)
-            if again is None:
+            left = deadline - time.monotonic()
+            if again is None or left <= 0:
                 break
             try:
-                retried = convert.batch_from_proto(self._stub.Score(again, timeout=self.timeout_s,
-                                                                    metadata=self._metadata))
-            except grpc.RpcError:  # no replica took them: they stay answered UNAVAILABLE (unscored)
-                break
+                retried = self._score(again, left)
+            except grpc.RpcError as exc:  # no replica took them: they stay answered UNAVAILABLE (unscored)
+                return left_unverified(batch, self._unverified_reason(exc))
             batch = with_retried(batch, retried)
         return batch
 
@@ -177,9 +210,10 @@ class RewardClient(_ClientBase, connection.BlockingChannelOwner):
         """
         self._ensure_connected()
         responses = self._stub.ScoreStream((self._stream_request(r) for r in requests), timeout=self.timeout_s,
-                                           metadata=self._metadata)
-        for response in responses:
-            yield convert.batch_from_proto(response)
+                                           metadata=self._metadata, wait_for_ready=self._wait_for_ready)
+        with self._typed_errors():
+            for response in responses:
+                yield convert.batch_from_proto(response)
 
     def score_once(self, rollouts: Sequence[Rollout], request_id: str = "",
                    item_timeout_s: float | None = None) -> ScoreBatchResult:
@@ -191,12 +225,14 @@ class RewardClient(_ClientBase, connection.BlockingChannelOwner):
         """
         self._ensure_connected()
         request = self._once_request(rollouts, request_id, item_timeout_s)
-        return convert.batch_from_proto(self._stub.Score(request, timeout=self.timeout_s, metadata=self._metadata))
+        return self._score(request, self.timeout_s)
 
     def list_tasks(self) -> list[TaskInfo]:
         """The server's tasks and composite rewards."""
         self._ensure_connected()
-        response = self._stub.ListTasks(pb.ListTasksRequest(), timeout=self.timeout_s, metadata=self._metadata)
+        with self._typed_errors():
+            response = self._stub.ListTasks(pb.ListTasksRequest(), timeout=self.timeout_s, metadata=self._metadata,
+                                            wait_for_ready=self._wait_for_ready)
         return [convert.task_info_from_proto(t) for t in response.tasks]
 
 
@@ -213,30 +249,25 @@ class AsyncRewardClient(_ClientBase, connection.AsyncChannelOwner):
         self._stub = reward_pb2_grpc.RewardServiceStub(self._channel)
         self._limit = asyncio.Semaphore(max_concurrency)
 
-    async def check_connection(self, timeout_s: float | None = None) -> None:
-        """Async counterpart of RewardClient.check_connection."""
-        limit = timeout_s or self.connect_timeout_s or connection.CONNECT_TIMEOUT_S
-        await connection.aio_wait_connected(self._channel, self.endpoint, limit, "reward service")
-        self._connected = True
-
-    async def _ensure_connected(self) -> None:
-        if not self._connected:
-            await self.check_connection()
+    async def _score(self, request: pb.ScoreRequest, timeout_s: float) -> ScoreBatchResult:
+        return convert.batch_from_proto(await self._stub.Score(request, timeout=timeout_s, metadata=self._metadata,
+                                                               wait_for_ready=self._wait_for_ready))
 
     async def _call(self, request: pb.ScoreRequest) -> ScoreBatchResult:
         await self._ensure_connected()
         async with self._limit:
-            batch = convert.batch_from_proto(await self._stub.Score(request, timeout=self.timeout_s,
-                                                                    metadata=self._metadata))
+            deadline = time.monotonic() + self.timeout_s
+            with self._typed_errors():
+                batch = await self._score(request, self.timeout_s)
             for attempt in range(1, self.channel_config.max_attempts):
                 again = retry_request(request, batch, attempt)
-                if again is None:
+                left = deadline - time.monotonic()
+                if again is None or left <= 0:
                     break
                 try:
-                    retried = convert.batch_from_proto(await self._stub.Score(again, timeout=self.timeout_s,
-                                                                              metadata=self._metadata))
-                except grpc.RpcError:  # no replica took them: they stay answered UNAVAILABLE (unscored)
-                    break
+                    retried = await self._score(again, left)
+                except grpc.RpcError as exc:  # no replica took them: they stay answered UNAVAILABLE (unscored)
+                    return left_unverified(batch, self._unverified_reason(exc))
                 batch = with_retried(batch, retried)
             return batch
 
@@ -259,19 +290,22 @@ class AsyncRewardClient(_ClientBase, connection.AsyncChannelOwner):
                 yield self._stream_request(rollouts)
 
         await self._ensure_connected()
-        call = self._stub.ScoreStream(outgoing(), timeout=self.timeout_s, metadata=self._metadata)
-        async for response in call:
-            yield convert.batch_from_proto(response)
+        call = self._stub.ScoreStream(outgoing(), timeout=self.timeout_s, metadata=self._metadata,
+                                      wait_for_ready=self._wait_for_ready)
+        with self._typed_errors():
+            async for response in call:
+                yield convert.batch_from_proto(response)
 
     async def score_once(self, rollouts: Sequence[Rollout], request_id: str = "",
                          item_timeout_s: float | None = None) -> ScoreBatchResult:
         """Async counterpart of RewardClient.score_once (not bounded by ``max_concurrency``)."""
         await self._ensure_connected()
         request = self._once_request(rollouts, request_id, item_timeout_s)
-        return convert.batch_from_proto(await self._stub.Score(request, timeout=self.timeout_s,
-                                                               metadata=self._metadata))
+        return await self._score(request, self.timeout_s)
 
     async def list_tasks(self) -> list[TaskInfo]:
         await self._ensure_connected()
-        response = await self._stub.ListTasks(pb.ListTasksRequest(), timeout=self.timeout_s, metadata=self._metadata)
+        with self._typed_errors():
+            response = await self._stub.ListTasks(pb.ListTasksRequest(), timeout=self.timeout_s,
+                                                  metadata=self._metadata, wait_for_ready=self._wait_for_ready)
         return [convert.task_info_from_proto(t) for t in response.tasks]

@@ -79,9 +79,11 @@ def _reload_reply(msg: pb.ReloadResponse) -> ReloadReply:
 
 
 class _Base:
-    def __init__(self, endpoint: str, timeout_s: float, channel: ChannelConfig | None, client_id: str) -> None:
+    def __init__(self, endpoint: str, timeout_s: float, channel: ChannelConfig | None, client_id: str,
+                 connect_timeout_s: float | None) -> None:
         if not endpoint:
             raise ValueError("endpoint is empty: give the host:port of a `reward-service serve-rm` server")
+        self._init_connect(connect_timeout_s, "reward-model service")  # from the channel owner
         self.endpoint = endpoint
         self.timeout_s = connection.check_timeout(timeout_s)
         self.channel_config = connection.channel_for(REWARD_MODEL_SERVICE, channel)
@@ -96,31 +98,36 @@ class RewardModelClient(_Base, connection.BlockingChannelOwner):
     """Blocking client of a RewardModelService. Thread-safe; ``close()`` closes its channel.
 
     ``timeout_s`` is every call's deadline (``reload`` may take its own); ``client_id``, when
-    given, names the caller in each call's metadata.
+    given, names the caller in each call's metadata. The first call waits at most
+    ``connect_timeout_s`` for a connection, then raises EndpointUnreachable saying why (None: no check).
     """
 
     def __init__(self, endpoint: str, *, timeout_s: float = 30.0, channel: ChannelConfig | None = None,
-                 client_id: str = "") -> None:
-        super().__init__(endpoint, timeout_s, channel, client_id)
+                 client_id: str = "", connect_timeout_s: float | None = connection.CONNECT_TIMEOUT_S) -> None:
+        super().__init__(endpoint, timeout_s, channel, client_id, connect_timeout_s)
         self._channel = self.channel_config.channel(endpoint)
         self._stub = reward_model_pb2_grpc.RewardModelServiceStub(self._channel)
 
     def score(self, pairs: Sequence[Pair]) -> ScoreReply:
         """The reward model's score of each (prompt, completion) pair, in order."""
+        self._ensure_connected()
         reply = self._stub.Score(_score_request(pairs), timeout=self.timeout_s, metadata=self._metadata)
         return _score_reply(self.endpoint, reply, len(pairs))
 
     def score_steps(self, items: Sequence[StepsItem]) -> ScoreStepsReply:
         """A process reward model's P(step is correct) for each step of each (prompt, steps) item."""
+        self._ensure_connected()
         reply = self._stub.ScoreSteps(_steps_request(items), timeout=self.timeout_s, metadata=self._metadata)
         return _steps_reply(self.endpoint, reply, len(items))
 
     def info(self) -> RewardModelInfo:
         """The checkpoint being served and the server's settings."""
+        self._ensure_connected()
         return _info_reply(self._stub.Info(pb.InfoRequest(), timeout=self.timeout_s, metadata=self._metadata))
 
     def reload(self, checkpoint_path: str, timeout_s: float | None = None) -> ReloadReply:
         """Loads another checkpoint (a path on the server) without a restart; ``timeout_s`` None: the client's."""
+        self._ensure_connected()
         reply = self._stub.Reload(pb.ReloadRequest(checkpoint_path=checkpoint_path), timeout=self._deadline(timeout_s),
                                   metadata=self._metadata)
         return _reload_reply(reply)
@@ -133,23 +140,27 @@ class AsyncRewardModelClient(_Base, connection.AsyncChannelOwner):
     """
 
     def __init__(self, endpoint: str, *, timeout_s: float = 30.0, channel: ChannelConfig | None = None,
-                 client_id: str = "") -> None:
-        super().__init__(endpoint, timeout_s, channel, client_id)
+                 client_id: str = "", connect_timeout_s: float | None = connection.CONNECT_TIMEOUT_S) -> None:
+        super().__init__(endpoint, timeout_s, channel, client_id, connect_timeout_s)
         self._channel = self.channel_config.aio_channel(endpoint)
         self._stub = reward_model_pb2_grpc.RewardModelServiceStub(self._channel)
 
     async def score(self, pairs: Sequence[Pair]) -> ScoreReply:
+        await self._ensure_connected()
         reply = await self._stub.Score(_score_request(pairs), timeout=self.timeout_s, metadata=self._metadata)
         return _score_reply(self.endpoint, reply, len(pairs))
 
     async def score_steps(self, items: Sequence[StepsItem]) -> ScoreStepsReply:
+        await self._ensure_connected()
         reply = await self._stub.ScoreSteps(_steps_request(items), timeout=self.timeout_s, metadata=self._metadata)
         return _steps_reply(self.endpoint, reply, len(items))
 
     async def info(self) -> RewardModelInfo:
+        await self._ensure_connected()
         return _info_reply(await self._stub.Info(pb.InfoRequest(), timeout=self.timeout_s, metadata=self._metadata))
 
     async def reload(self, checkpoint_path: str, timeout_s: float | None = None) -> ReloadReply:
+        await self._ensure_connected()
         reply = await self._stub.Reload(pb.ReloadRequest(checkpoint_path=checkpoint_path),
                                         timeout=self._deadline(timeout_s), metadata=self._metadata)
         return _reload_reply(reply)

@@ -4,11 +4,13 @@
     with SandboxClient("sandbox-host:50053", timeout_s=300) as sandbox:
         result = sandbox.execute(ExecutionRequest(code=..., style=TestStyle.STDIO, cases=(...)))
         results = sandbox.execute_batch(requests)          # one call, results in request order
+        languages = sandbox.list_languages()               # what it can run, with versions
 
 They speak the dataclasses of :mod:`reward_core.sandbox_contract`, converted by
 :mod:`reward_core.sandbox_convert`. Whatever a program does is a result (its ``verdict``), never
 an error. A failed call raises ``grpc.RpcError``: INVALID_ARGUMENT for a request the sandbox
-refuses as unusable (unknown language, no tests, limits above its caps), RESOURCE_EXHAUSTED when
+refuses as unusable (unknown language, no tests, limits above its caps; a known language whose
+toolchain it lacks: details starting ``UNSUPPORTED_LANGUAGE:``), RESOURCE_EXHAUSTED when
 its queue is full, UNAVAILABLE (retried by the channel's own retry policy, up to
 ``max_attempts``) while it drains, DEADLINE_EXCEEDED. A request that cannot be put on the wire
 (a FUNCTION_CALL value that is not JSON) raises InvalidExecutionRequest before any call; an
@@ -32,7 +34,7 @@ from reward.v1 import sandbox_pb2_grpc
 from reward_core import sandbox_convert as convert
 from reward_core.channel_config import SANDBOX_SERVICE, ChannelConfig
 from reward_core.clients import connection
-from reward_core.sandbox_contract import ExecutionRequest, ExecutionResult
+from reward_core.sandbox_contract import ExecutionRequest, ExecutionResult, LanguageInfo
 
 __all__ = ["AsyncSandboxClient", "SandboxClient", "SandboxReplyError"]
 
@@ -74,9 +76,11 @@ def _batch_results(endpoint: str, reply: pb.ExecuteBatchResponse,
 
 
 class _Base:
-    def __init__(self, endpoint: str, timeout_s: float, channel: ChannelConfig | None, client_id: str) -> None:
+    def __init__(self, endpoint: str, timeout_s: float, channel: ChannelConfig | None, client_id: str,
+                 connect_timeout_s: float | None) -> None:
         if not endpoint:
             raise ValueError("endpoint is empty: give the host:port of a `python -m sandbox serve` server")
+        self._init_connect(connect_timeout_s, "sandbox service")  # from the channel owner
         self.endpoint = endpoint
         self.timeout_s = connection.check_timeout(timeout_s)
         self.channel_config = connection.channel_for(SANDBOX_SERVICE, channel)
@@ -88,17 +92,20 @@ class SandboxClient(_Base, connection.BlockingChannelOwner):
     """Blocking client of a SandboxService. Thread-safe; ``close()`` closes its channel.
 
     ``timeout_s`` is every call's deadline (a batch's programs all run within it); ``client_id``,
-    when given, names the caller in each call's metadata.
+    when given, names the caller in each call's metadata. The first call waits at most
+    ``connect_timeout_s`` for a connection, then raises EndpointUnreachable saying why (None: no check,
+    calls wait as the channel's ``waitForReady`` says).
     """
 
     def __init__(self, endpoint: str, *, timeout_s: float = 300.0, channel: ChannelConfig | None = None,
-                 client_id: str = "") -> None:
-        super().__init__(endpoint, timeout_s, channel, client_id)
+                 client_id: str = "", connect_timeout_s: float | None = connection.CONNECT_TIMEOUT_S) -> None:
+        super().__init__(endpoint, timeout_s, channel, client_id, connect_timeout_s)
         self._channel = self.channel_config.channel(endpoint)
         self._stub = sandbox_pb2_grpc.SandboxServiceStub(self._channel)
 
     def execute(self, request: ExecutionRequest, cancel: CancelToken | None = None) -> ExecutionResult:
         """Runs one program against its tests (one ``Execute`` call); the result has the request's id."""
+        self._ensure_connected()
         call = self._stub.Execute.future(convert.request_to_proto(request), timeout=self.timeout_s,
                                          metadata=self._metadata)
         return replace(convert.result_from_proto(_wait(call, cancel)), id=request.id)
@@ -109,9 +116,16 @@ class SandboxClient(_Base, connection.BlockingChannelOwner):
 
         The server caps the programs of one call (INVALID_ARGUMENT beyond): split larger batches.
         """
+        self._ensure_connected()
         call = self._stub.ExecuteBatch.future(_batch_request(requests), timeout=self.timeout_s,
                                               metadata=self._metadata)
         return _batch_results(self.endpoint, _wait(call, cancel), requests)
+
+    def list_languages(self) -> list[LanguageInfo]:
+        """Every language the sandbox knows (``ListLanguages``): whether it can run there, its version."""
+        self._ensure_connected()
+        reply = self._stub.ListLanguages(pb.ListLanguagesRequest(), timeout=self.timeout_s, metadata=self._metadata)
+        return [convert.language_from_proto(msg) for msg in reply.languages]
 
 
 class AsyncSandboxClient(_Base, connection.AsyncChannelOwner):
@@ -121,17 +135,25 @@ class AsyncSandboxClient(_Base, connection.AsyncChannelOwner):
     """
 
     def __init__(self, endpoint: str, *, timeout_s: float = 300.0, channel: ChannelConfig | None = None,
-                 client_id: str = "") -> None:
-        super().__init__(endpoint, timeout_s, channel, client_id)
+                 client_id: str = "", connect_timeout_s: float | None = connection.CONNECT_TIMEOUT_S) -> None:
+        super().__init__(endpoint, timeout_s, channel, client_id, connect_timeout_s)
         self._channel = self.channel_config.aio_channel(endpoint)
         self._stub = sandbox_pb2_grpc.SandboxServiceStub(self._channel)
 
     async def execute(self, request: ExecutionRequest) -> ExecutionResult:
+        await self._ensure_connected()
         reply = await self._stub.Execute(convert.request_to_proto(request), timeout=self.timeout_s,
                                          metadata=self._metadata)
         return replace(convert.result_from_proto(reply), id=request.id)
 
     async def execute_batch(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult]:
+        await self._ensure_connected()
         reply = await self._stub.ExecuteBatch(_batch_request(requests), timeout=self.timeout_s,
                                               metadata=self._metadata)
         return _batch_results(self.endpoint, reply, requests)
+
+    async def list_languages(self) -> list[LanguageInfo]:
+        await self._ensure_connected()
+        reply = await self._stub.ListLanguages(pb.ListLanguagesRequest(), timeout=self.timeout_s,
+                                               metadata=self._metadata)
+        return [convert.language_from_proto(msg) for msg in reply.languages]

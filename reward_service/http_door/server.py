@@ -5,17 +5,21 @@
 Binds loopback by default; like the gRPC servers it refuses a non-loopback address unless a
 token (``--auth-token-file`` / ``REWARD_SUITE_AUTH_TOKEN``, checked as ``Authorization:
 Bearer``), TLS (``--tls-cert/--tls-key``, served by uvicorn) or ``--insecure`` protects it.
-The calls it makes upstream carry the same token (``REWARD_SUITE_*`` client settings).
+The calls it makes upstream carry a token too: the ``REWARD_SUITE_*`` client settings' when they
+name one, else the door's own (the same ``--auth-token-file``), so a door and the servers behind it
+can share one secret.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from reward_core.channel_security import read_token_file, token_from_env
+from reward_core.channel_security import ClientSecurity, read_token_file, token_from_env
 from reward_core.config_flags import nested
 from reward_core.server_security import ServerSecurityConfig, check_bind_policy
 from reward_service.http_door.upstream import UpstreamConfig
@@ -46,6 +50,22 @@ class HttpServerConfig:
         return DoorConfig(self.upstream, token=token, nemo_gym_reward=self.nemo_gym_reward)
 
 
+def resolved_door_config(config: HttpServerConfig, security: ServerSecurityConfig,
+                         environ: Mapping[str, str] | None = None) -> DoorConfig:
+    """The door's settings with its callers' token (``--auth-token-file``, else the environment) and its
+    upstream channels' security: the ``REWARD_SUITE_*`` client settings, carrying the door's own token
+    when they name none (without it a caller with the right token got the reward server's 401
+    "carried none"). Checks the bind policy."""
+    env = os.environ if environ is None else environ
+    token = read_token_file(security.auth_token_file) if security.auth_token_file else token_from_env(env)
+    check_bind_policy(config.host, tls=security.uses_tls, token=bool(token), insecure=security.insecure)
+    upstream = config.upstream.security or ClientSecurity.from_env(env)
+    if token and not upstream.auth_token:
+        upstream = dataclasses.replace(upstream, auth_token=token)
+    config = dataclasses.replace(config, upstream=dataclasses.replace(config.upstream, security=upstream))
+    return config.door_config(token)
+
+
 def serve_http(config: HttpServerConfig, security: ServerSecurityConfig) -> None:
     """Runs the front door until SIGTERM/SIGINT (uvicorn drains open connections)."""
 
@@ -53,9 +73,7 @@ def serve_http(config: HttpServerConfig, security: ServerSecurityConfig) -> None
 
     from reward_service.http_door.app import create_app
 
-    token = read_token_file(security.auth_token_file) if security.auth_token_file else token_from_env(os.environ)
-    check_bind_policy(config.host, tls=security.uses_tls, token=bool(token), insecure=security.insecure)
-    app = create_app(config.door_config(token))
+    app = create_app(resolved_door_config(config, security))
     upstream = config.upstream
     logger.info("HTTP front door on %s:%d -> reward %s, sandbox %s, rm %s", config.host, config.port,
                 upstream.reward, upstream.sandbox or upstream.reward, upstream.rm or "(none)")

@@ -7,6 +7,7 @@ clients are used call for call (one HTTP call, one gRPC call: those servers batc
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -66,8 +67,8 @@ class Upstreams:
         # wait for a first connection: wait_for_ready=False fails a call at once.
         self.reward = AsyncRewardClient(config.reward, connect_timeout_s=None, **common)
         self.sandbox_address = config.sandbox or config.reward
-        self.sandbox = AsyncSandboxClient(self.sandbox_address, **common)
-        self.rm = AsyncRewardModelClient(config.rm, **common) if config.rm else None
+        self.sandbox = AsyncSandboxClient(self.sandbox_address, connect_timeout_s=None, **common)
+        self.rm = AsyncRewardModelClient(config.rm, connect_timeout_s=None, **common) if config.rm else None
         self.batcher: MicroBatcher[Rollout, RolloutResult] = MicroBatcher(
             self._score_now, max_items=config.max_batch, max_wait_s=config.max_wait_ms / 1000.0)
         self._tasks: list[TaskInfo] | None = None
@@ -93,8 +94,8 @@ class Upstreams:
         for i, original in enumerate(rollouts):
             result = by_id[f"{i}"]
             error = result.error.replace(repr(f"{i}"), repr(original.id))   # messages name the caller's id
-            out.append(RolloutResult(original.id, result.status, result.score, result.components, result.extracted,
-                                     error, result.elapsed_ms, result.task, original.group_id))
+            out.append(dataclasses.replace(result, id=original.id, error=error, group_id=original.group_id,
+                                           explanation=result.explanation.replace(repr(f"{i}"), repr(original.id))))
         return out
 
     async def score_request(self, rollouts: Sequence[Rollout], request_id: str,

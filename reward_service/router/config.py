@@ -34,6 +34,14 @@ class ScorerConfig:
     strict_plugins: bool = field(default=False, metadata={
         "help": "refuse to start when an installed task plugin fails to import or load; without it the plugin "
                 "is skipped, logged with its traceback, and calls naming its task are told why"})
+    reward_cache_entries: int = field(default=500_000, metadata={
+        "help": "outcomes the reward cache keeps in memory, least recently used dropped first (0: no cache; a "
+                "repeated rollout of a deterministic task is then verified again)"})
+    reward_cache_mb: int = field(default=512, metadata={"help": "memory the reward cache may use (MiB)"})
+    reward_cache: str = field(default="", metadata={
+        "help": "SQLite file backing the reward cache, shared by the replicas that name it (empty: memory only)"})
+    reward_cache_disk_entries: int = field(default=10_000_000, metadata={
+        "help": "rows the --reward-cache file keeps, the oldest written dropped first"})
     rewards: RewardsConfig = field(default_factory=RewardsConfig)
     endpoints: TaskEndpoints = nested(TaskEndpoints, help="where tasks that call another service (code, rm, prm) "
                                                           "find it")
@@ -47,6 +55,12 @@ class ScorerConfig:
                              "must be >= 1")
         if not self.item_timeout_s > 0:
             raise ValueError(f"item_timeout_s must be > 0 seconds, got {self.item_timeout_s}")
+        if self.reward_cache_entries < 0 or self.reward_cache_mb < 1 or self.reward_cache_disk_entries < 1:
+            raise ValueError(f"reward_cache_entries ({self.reward_cache_entries}) must be >= 0, reward_cache_mb "
+                             f"({self.reward_cache_mb}) and reward_cache_disk_entries "
+                             f"({self.reward_cache_disk_entries}) >= 1")
+        if self.reward_cache and not self.reward_cache_entries:
+            raise ValueError("--reward-cache names a file but --reward-cache-entries is 0 (no cache): drop one")
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,16 @@ Series (all on the server's private registry; ``task`` labels are registered tas
 ``reward_pool_workers{state}``              ready workers: ``alive`` and ``busy``
 ``reward_worker_restarts_total{reason}``    workers replaced: ``timeout``, ``crash``, ``start_failure``
 ``reward_pool_item_timeouts_total``         pool items killed past their time limit
+``reward_cache_lookups_total{result}``      reward cache lookups: ``hit`` or ``miss`` (hit rate:
+                                            hits / all); a hit is a rollout not verified again
+``reward_cache_stores_total``               outcomes stored in the reward cache
+``reward_cache_evictions_total``            entries dropped from memory (entry or byte bound)
+``reward_cache_entries``                    entries in memory now
+``reward_cache_bytes``                      their estimated size
 ==========================================  =====================================================
 
-The pool series exist once :meth:`RewardMetrics.attach_pool` is called.
+The pool series exist once :meth:`RewardMetrics.attach_pool` is called, the cache series once
+:meth:`RewardMetrics.attach_reward_cache` is (a server whose ``--reward-cache-entries`` is not 0).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from __future__ import annotations
 import collections
 import contextlib
 from collections.abc import Iterable, Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -83,6 +90,39 @@ class _PoolCollector:
         yield CounterMetricFamily("reward_pool_item_timeouts", "")
 
 
+class RewardCacheSource(Protocol):
+    """What :meth:`RewardMetrics.attach_reward_cache` reads (``router.reward_cache.RewardCache``)."""
+
+    def stats(self) -> Any: ...
+
+
+class _RewardCacheCollector:
+    """Reads the reward cache's counters when /metrics is scraped."""
+
+    def __init__(self, cache: RewardCacheSource) -> None:
+        self._cache = cache
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._cache.stats()
+        lookups = CounterMetricFamily("reward_cache_lookups", "Reward cache lookups, by result", labels=["result"])
+        lookups.add_metric(["hit"], stats.hits)
+        lookups.add_metric(["miss"], stats.misses)
+        yield lookups
+        yield CounterMetricFamily("reward_cache_stores", "Outcomes stored in the reward cache", value=stats.stores)
+        yield CounterMetricFamily("reward_cache_evictions", "Reward cache entries dropped from memory",
+                                  value=stats.evictions)
+        yield GaugeMetricFamily("reward_cache_entries", "Reward cache entries in memory", value=stats.entries)
+        yield GaugeMetricFamily("reward_cache_bytes", "Estimated bytes of the reward cache's entries",
+                                value=stats.bytes)
+
+    def describe(self) -> Iterator[Metric]:
+        yield CounterMetricFamily("reward_cache_lookups", "", labels=["result"])
+        yield CounterMetricFamily("reward_cache_stores", "")
+        yield CounterMetricFamily("reward_cache_evictions", "")
+        yield GaugeMetricFamily("reward_cache_entries", "")
+        yield GaugeMetricFamily("reward_cache_bytes", "")
+
+
 def _observe_all(histogram: Histogram, values: list[float]) -> None:
     for value in values:
         histogram.observe(value)
@@ -102,6 +142,7 @@ class RewardMetrics:
         self._known_tasks = frozenset(known_tasks)
         self._endpoint = MetricsEndpoint(self.registry)
         self._pool_collector: _PoolCollector | None = None
+        self._cache_collector: _RewardCacheCollector | None = None
         self.requests = Counter(
             "reward_requests", "Score requests by method and outcome", ["method", "code"], registry=self.registry
         )
@@ -204,6 +245,13 @@ class RewardMetrics:
             self.registry.unregister(self._pool_collector)
         self._pool_collector = _PoolCollector(pool)
         self.registry.register(self._pool_collector)
+
+    def attach_reward_cache(self, cache: RewardCacheSource) -> None:
+        """Exports the reward cache's lookups (hit/miss), stores, evictions and size, read at each scrape."""
+        if self._cache_collector is not None:
+            self.registry.unregister(self._cache_collector)
+        self._cache_collector = _RewardCacheCollector(cache)
+        self.registry.register(self._cache_collector)
 
     # ------------------------------------------------------------------ /metrics
     @property

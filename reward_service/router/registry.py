@@ -29,6 +29,7 @@ from reward_service.router.canary_check import CanaryReport, CanaryResult, Canar
 from reward_service.router.composite import CompositeTask
 from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints, TaskSpec
 from reward_service.router.task_bases import order_by_base, with_base
+from reward_service.router.versioning import is_cacheable, remember_config, version_of
 from reward_service.task_api import FamilyTask, InvalidTaskOptions, Task
 
 logger = logging.getLogger(__name__)
@@ -199,7 +200,17 @@ class TaskRegistry:
         return ", ".join(own + families)
 
     def infos(self) -> list[TaskInfo]:
-        return [self._infos[n] if n in self._infos else self.get(n).info(n) for n in self.names()]
+        """Every task's info, with its verifier version hash."""
+        return [dataclasses.replace(self._infos[n] if n in self._infos else self.get(n).info(n),
+                                    verifier_version=self.version(n)) for n in self.names()]
+
+    def version(self, name: str) -> str:
+        """The verifier version hash of task ``name`` (``reward_service.router.versioning``)."""
+        return version_of(self.get(name))
+
+    def cacheable(self, name: str) -> bool:
+        """Whether the outcomes of task ``name`` may be cached (``Task.cacheable``, of its parts too)."""
+        return is_cacheable(self.get(name))
 
     def self_check(self) -> dict[str, list[str]]:
         """Runs every task's ``self_check()``; returns the failures of the tasks that have some.
@@ -290,7 +301,9 @@ def _instantiate(cls: type[Task], name: str, options: Mapping[str, Any], endpoin
     """``cls(**options)``, or ``cls(member, **options)`` for a family's member."""
     try:
         options = _with_endpoint(cls, name, options, endpoints)
-        return cls(**options) if member is None else cls(member, **options)  # type: ignore[call-arg]
+        task = cls(**options) if member is None else cls(member, **options)  # type: ignore[call-arg]
+        remember_config(task, options, member)  # for its verifier version
+        return task
     except (TypeError, InvalidTaskOptions) as exc:
         raise TaskLoadError(f"task {name!r}: bad options {dict(options)}: {exc}") from exc
 

@@ -2,12 +2,17 @@
 
 Used by the gRPC servicer and by ``reward-service score`` in-process, so both
 score exactly the same way. Per request, identical (task, completion,
-reference, prompt, metadata) items are verified once; the rollouts of a groupwise
-task are then shaped per group (``group_stage.py``) when the request's results are built.
+reference, prompt, metadata) items are verified once; across requests, the reward cache
+(``reward_cache.py``) answers a repeated rollout of a deterministic task before anything is
+queued, keyed by its task's verifier version (``versioning.py``, stamped on every result). The
+rollouts of a groupwise task are then shaped per group (``group_stage.py``) when the request's
+results are built.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import math
 import threading
@@ -24,6 +29,7 @@ from reward_core.contract import (
     TaskInfo,
     group_stats,
 )
+from reward_core.log_context import request_context
 from reward_core.sandbox_contract import Cancellation
 from reward_service.pool.fair_queue import AdmissionRefused, FairQueue
 from reward_service.pool.worker_pool import (
@@ -38,8 +44,10 @@ from reward_service.pool.worker_pool import (
 from reward_service.router.config import ScorerConfig
 from reward_service.router.group_stage import shape_groups
 from reward_service.router.registry import TaskRegistry, build_registry, log_self_check, start_canaries
+from reward_service.router.reward_cache import RewardCache, cache_key
 from reward_service.router.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
-from reward_service.task_api import InvalidReference, Task, TaskInput, cancel_token_set
+from reward_service.task_api import InvalidReference, Task, TaskInput, TaskOutcome, cancel_token_set
+from reward_service.tasks.explanation import explain_exception, explain_outcome, explain_unscored
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +79,24 @@ JOBS_IN_POOL_PER_WORKER = 2
 JobEntry = tuple[ScoreItem, Future]
 
 
+@dataclasses.dataclass(frozen=True)
+class _CachePolicy:
+    """One task's verifier version, whether its outcomes go through the reward cache, and the rollout
+    fields it never reads (``Task.cache_ignores``)."""
+
+    version: str
+    cached: bool
+    ignores: frozenset[str]
+    groupwise: bool
+
+
+def _store_outcome(cache: RewardCache, key: bytes, fut: Future) -> None:  # a future's done callback
+    """Stores a verified item's outcome (the cache keeps scored ones only)."""
+    if fut.cancelled() or fut.exception(timeout=0) is not None:
+        return
+    cache.put(key, fut.result(timeout=0).outcome)
+
+
 class PendingBatch:
     """A submitted request: its results become available when every item is done."""
 
@@ -93,6 +119,8 @@ class PendingBatch:
         self._done = threading.Event()
         self._callbacks: list[Callable[[PendingBatch], None]] = []
         self.cancellation = Cancellation()  # stops the running work of tasks that run in the server
+        #: Task -> its verifier version, stamped on each of its results.
+        self.versions: dict[str, str] = {}
 
     def _arm(self) -> None:
         """Starts counting completions (after every item future exists)."""
@@ -156,11 +184,17 @@ class PendingBatch:
             if unfinished and (not fut.done() or isinstance(fut.exception(timeout=0), CancelledError)):
                 results.append(unscored(rollout, RolloutStatus.UNAVAILABLE, unfinished))
             elif i in shaped:
-                results.append(result_from_outcome(rollout, shaped[i], first))
+                results.append(result_from_outcome(rollout, shaped[i], first, self.versions.get(rollout.task, "")))
             else:
-                results.append(result_from_future(rollout, fut, first, self._timeout_s))
+                results.append(result_from_future(rollout, fut, first, self._timeout_s,
+                                                  self.versions.get(rollout.task, "")))
+        results = [_stamped(r, self.versions.get(r.task, "")) for r in results]
         elapsed = (time.perf_counter() - self._start) * 1000.0
         return ScoreBatchResult(self.request_id, results, group_stats(results), elapsed)
+
+    def rollout_ids(self, fut: Future) -> list[str]:
+        """The ids of the rollouts one item future answers (identical rollouts share one)."""
+        return [self._rollouts[i].id for i, (slot, _) in self._slot_future.items() if slot is fut]
 
     def _group_stage(self) -> dict[int, ItemOutcome]:
         """The outcomes of the groupwise rollouts verified so far, shaped per group (see ``group_stage``)."""
@@ -201,6 +235,11 @@ class Scorer:
                                max_items=config.max_queue, max_client_items=config.max_client_queue)
         self._in_server = ThreadPoolExecutor(max_workers=config.io_threads, thread_name_prefix="io-task")
         self._item_ms: dict[str, float] = {}
+        #: Repeated rollouts of deterministic tasks are answered from here (None: --reward-cache-entries 0).
+        self.cache = RewardCache(config.reward_cache_entries, config.reward_cache_mb * 2**20,
+                                 config.reward_cache or None, config.reward_cache_disk_entries) \
+            if config.reward_cache_entries else None
+        self._policies: dict[str, _CachePolicy] = {}
         # The tasks' canaries, in the background: their reports fill self_check_report.canaries.
         self.canary_run = start_canaries(self.registry, self.self_check_report)
 
@@ -218,23 +257,38 @@ class Scorer:
         batch = PendingBatch(request_id, rollouts, timeout, client_id, self.registry.get if groupwise else None)
         unique: dict[tuple, Future] = {}
         by_task: dict[str, list[JobEntry]] = {}
+        queued = 0
         for i, rollout in enumerate(rollouts):
             early = unscored(rollout, RolloutStatus.INVALID_ROLLOUT, invalid[i]) if i in invalid else \
-                self._precheck(rollout)
+                self._precheck(rollout, request_id)
             if early is not None:
                 batch._ready[i] = early
+                if rollout.task in self.registry:
+                    batch.versions[rollout.task] = self._policy(rollout.task).version
                 continue
             key = rollout.dedup_key()
             first = key not in unique
+            policy = self._policy(rollout.task)
+            batch.versions[rollout.task] = policy.version
             if first:
+                outcome, cache_at = self._cache_lookup(rollout, policy, key)
+                if outcome is not None and not policy.groupwise:  # answered from the cache: nothing to verify
+                    batch._ready[i] = result_from_outcome(rollout, ItemOutcome(outcome, 0.0), True, policy.version)
+                    continue
                 unique[key] = Future()
-                item = ScoreItem(rollout.task, TaskInput(rollout.completion, rollout.reference, rollout.prompt,
-                                                         rollout.metadata))
-                by_task.setdefault(rollout.task, []).append((item, unique[key]))
+                if outcome is not None:  # a groupwise task's cached outcome still goes through its group stage
+                    unique[key].set_result(ItemOutcome(outcome, 0.0))
+                else:
+                    if cache_at is not None and self.cache is not None:
+                        unique[key].add_done_callback(functools.partial(_store_outcome, self.cache, cache_at))
+                    item = ScoreItem(rollout.task, TaskInput(rollout.completion, rollout.reference, rollout.prompt,
+                                                             rollout.metadata))
+                    by_task.setdefault(rollout.task, []).append((item, unique[key]))
+                    queued += 1
             batch._slot_future[i] = (unique[key], first)
         batch._item_futures = list(unique.values())
         try:
-            self.queue.reserve(client_id, len(unique))
+            self.queue.reserve(client_id, queued)
         except AdmissionRefused as exc:
             raise QueueFullError(f"{exc} (retry in about {self.retry_after_ms()} ms)", self.retry_after_ms(),
                                  exc.limit_name) from None
@@ -245,6 +299,30 @@ class Scorer:
                 self._submit_job(batch, entries[start:start + size], limit)
         batch._arm()
         return batch
+
+    def _policy(self, task: str) -> _CachePolicy:
+        """The task's verifier version and whether (and by which fields) its outcomes are cached."""
+        policy = self._policies.get(task)
+        if policy is None:
+            try:
+                cached = self.cache is not None and self.registry.cacheable(task)
+                policy = _CachePolicy(self.registry.version(task), cached,
+                                      frozenset(self.registry.get(task).cache_ignores),
+                                      bool(self.registry.get(task).groupwise))
+            except (OSError, ValueError, TypeError) as exc:  # e.g. a data file it names cannot be read
+                logger.warning("task %r: no verifier version (%s); its results are unstamped and never cached",
+                               task, exc)
+                policy = _CachePolicy("", False, frozenset(), False)
+            self._policies[task] = policy
+        return policy
+
+    def _cache_lookup(self, rollout: Rollout, policy: _CachePolicy,
+                      dedup_key: tuple) -> tuple[TaskOutcome | None, bytes | None]:
+        """(the cached outcome or None, the rollout's cache key or None when its task is not cached)."""
+        if not policy.cached or self.cache is None:
+            return None, None
+        key = cache_key(rollout, policy.version, policy.ignores, dedup_key)
+        return self.cache.get(key), key
 
     def retry_after_ms(self) -> int:
         """A client's back-off hint: about the time the workers need for what is pending now."""
@@ -306,6 +384,7 @@ class Scorer:
                 fut.set_result(outcome)
             return
         for _, fut in entries:
+            log_item_failure(batch, entries[0][0].task, fut, error)
             fut.set_exception(error)
 
     def _score_here(self, items: list[ScoreItem], cancellation: Cancellation) -> list[ItemOutcome]:
@@ -330,7 +409,7 @@ class Scorer:
         self.queue.force_reserve(batch.client_id, 1)  # a retry is never refused admission
         self._submit_job(batch, [entry], timeout, attempt=1)
 
-    def _precheck(self, rollout: Rollout) -> RolloutResult | None:
+    def _precheck(self, rollout: Rollout, request_id: str = "") -> RolloutResult | None:
         """Answers at once what needs no worker: unknown task, missing reference fields, and a
         ``check_reference`` that fails (a task bug: ERROR, unscored) rather than rejecting the reference."""
         if rollout.task not in self.registry:
@@ -340,9 +419,11 @@ class Scorer:
         except InvalidReference as exc:
             return unscored(rollout, RolloutStatus.INVALID_REFERENCE, str(exc))
         except Exception as exc:  # noqa: BLE001 -- a task plugin's bug fails its rollout, not the request
-            logger.warning("task %r: check_reference failed on rollout %r", rollout.task, rollout.id, exc_info=exc)
+            logger.warning("request %r: task %r: check_reference raised on rollout %r", request_id, rollout.task,
+                           rollout.id, exc_info=exc)
             return unscored(rollout, RolloutStatus.ERROR,
-                            f"task {rollout.task!r} failed checking the reference: {type(exc).__name__}: {exc}")
+                            f"task {rollout.task!r} failed checking the reference: {type(exc).__name__}: {exc}",
+                            explanation=explain_exception(type(exc).__name__, str(exc), rollout.task))
         if not rollout.group_id and self.registry.get(rollout.task).groupwise:
             return unscored(rollout, RolloutStatus.INVALID_REFERENCE,
                             f"task {rollout.task!r} scores each completion against its group: give the rollout "
@@ -362,6 +443,8 @@ class Scorer:
             if task.runs_in_server and callable(getattr(task, "close", None)):
                 task.close()  # the shared executor or channel of this process
         self.pool.close()
+        if self.cache is not None:
+            self.cache.close()
 
     def __enter__(self) -> Scorer:
         return self
@@ -370,11 +453,35 @@ class Scorer:
         self.close()
 
 
-def unscored(rollout: Rollout, status: RolloutStatus, error: str, elapsed_ms: float = 0.0) -> RolloutResult:
-    return RolloutResult(rollout.id, status, 0.0, {}, "", error, elapsed_ms, rollout.task, rollout.group_id)
+def _stamped(result: RolloutResult, version: str) -> RolloutResult:
+    """``result`` with its task's verifier version (most are built with it already)."""
+    return dataclasses.replace(result, verifier_version=version) if version != result.verifier_version else result
 
 
-def result_from_future(rollout: Rollout, fut: Future, first: bool, timeout_s: float) -> RolloutResult:
+def unscored(rollout: Rollout, status: RolloutStatus, error: str, elapsed_ms: float = 0.0, *,
+             explanation: str = "") -> RolloutResult:
+    """An unscored result; its explanation says why (default: from ``error``)."""
+    return RolloutResult(rollout.id, status, 0.0, {}, "", error, elapsed_ms, rollout.task, rollout.group_id,
+                         explanation=explanation or explain_unscored(status, error))
+
+
+def log_item_failure(batch: PendingBatch, task: str, fut: Future, error: BaseException) -> None:
+    """Logs an item that failed for good, naming the request and its rollouts: a task that raised with
+    the traceback its worker sent (the result names only the exception), a worker that crashed twice."""
+    if not isinstance(error, (JobError, WorkerCrashed)):
+        return
+    ids = ", ".join(repr(rid) for rid in batch.rollout_ids(fut)) or "(none)"
+    with request_context(batch.request_id, batch.client_id):
+        if isinstance(error, JobError):
+            logger.error("request %r, rollout %s: task %r raised %s: %s\n%s", batch.request_id, ids, task,
+                         error.exc_type, error.message, error.remote_traceback.rstrip() or "(no traceback)")
+        else:
+            logger.error("request %r, rollout %s: the worker verifying it (task %r) crashed twice: %s",
+                         batch.request_id, ids, task, error)
+
+
+def result_from_future(rollout: Rollout, fut: Future, first: bool, timeout_s: float,
+                       version: str = "") -> RolloutResult:
     """Maps a finished pool future to the rollout's result; failures become unscored statuses."""
     try:
         item: ItemOutcome = fut.result(timeout=0)
@@ -386,25 +493,27 @@ def result_from_future(rollout: Rollout, fut: Future, first: bool, timeout_s: fl
     except WorkerCrashed as exc:
         return unscored(rollout, RolloutStatus.ERROR, f"verifier worker crashed: {exc}")
     except JobError as exc:
-        return unscored(rollout, RolloutStatus.ERROR, f"verifier failed: {exc}")
+        return unscored(rollout, RolloutStatus.ERROR, f"verifier failed: {exc}",
+                        explanation=explain_exception(exc.exc_type, exc.message, rollout.task))
     except PoolClosed:
         return unscored(rollout, RolloutStatus.UNAVAILABLE, "server is shutting down; item not verified: send it again")
     except CancelledError:
         return unscored(rollout, RolloutStatus.ERROR, "cancelled before verification")
     except PoolError as exc:
         return unscored(rollout, RolloutStatus.ERROR, f"verification pool error: {exc}")
-    return result_from_outcome(rollout, item, first)
+    return result_from_outcome(rollout, item, first, version)
 
 
-def result_from_outcome(rollout: Rollout, item: ItemOutcome, first: bool) -> RolloutResult:
+def result_from_outcome(rollout: Rollout, item: ItemOutcome, first: bool, version: str = "") -> RolloutResult:
     """A verified (and, for a groupwise task, group-shaped) outcome as the rollout's result."""
     outcome = item.outcome
     elapsed = item.elapsed_ms if first else 0.0
     if not outcome.status.scored:
-        return unscored(rollout, outcome.status, outcome.detail, elapsed)
+        return unscored(rollout, outcome.status, outcome.detail, elapsed, explanation=explain_outcome(outcome))
     if not math.isfinite(outcome.score):
         return unscored(rollout, RolloutStatus.ERROR, f"task returned a non-finite score {outcome.score}", elapsed)
     components = dict(outcome.components) or {rollout.task: outcome.score}
     error = outcome.detail if outcome.status == RolloutStatus.NO_ANSWER else ""
     return RolloutResult(rollout.id, outcome.status, outcome.score, components, outcome.extracted,
-                         error, elapsed, rollout.task, rollout.group_id, tuple(outcome.steps))
+                         error, elapsed, rollout.task, rollout.group_id, tuple(outcome.steps),
+                         explain_outcome(outcome), version)

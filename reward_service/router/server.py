@@ -53,6 +53,8 @@ class RewardServer:
         self._owns_scorer = owns_scorer
         self.metrics = RewardMetrics(known_tasks=scorer.registry.names())
         self.metrics.attach_pool(scorer.pool)
+        if scorer.cache is not None:
+            self.metrics.attach_reward_cache(scorer.cache)
         self.servicer = RewardServicer(scorer, config.limits, self.metrics)
         services = [(SERVICE, self.servicer)]
         self.sandbox_servicer = self._sandbox_servicer() if config.serve_sandbox else None

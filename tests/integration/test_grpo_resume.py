@@ -9,6 +9,7 @@ import torch
 from safetensors.torch import load_file
 
 from examples.tiny.make_start import StartConfig, make_start
+from reward_service.inspector.index import RolloutIndex
 from trainer_client.train.checkpointing import checkpoint_dirs, latest_checkpoint
 from trainer_client.train.grpo import train_grpo
 from trainer_client.train.grpo_config import load_config
@@ -33,6 +34,10 @@ def _config(start_dir, run_dir, endpoint, steps, **extra):
     return load_config(None, overrides, run_dir=str(run_dir))
 
 
+def _rollouts(run_dir):
+    return [json.loads(line) for line in (run_dir / "rollouts.jsonl").read_text().splitlines()]
+
+
 def _metrics(run_dir):
     lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in lines]
@@ -49,6 +54,7 @@ def test_resumed_run_matches_the_uninterrupted_run(start_dir, tmp_path, reward_s
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert _metrics(straight) == _metrics(resumed)
+    assert _rollouts(straight) == _rollouts(resumed)  # the lines of the interrupted run's step 2-3 were dropped
 
 
 def test_metrics_have_a_line_per_step_with_the_documented_keys(start_dir, tmp_path, reward_server):
@@ -65,3 +71,15 @@ def test_metrics_have_a_line_per_step_with_the_documented_keys(start_dir, tmp_pa
     assert {"model.safetensors", "optimizer.pt", "rng_state.pt", "trainer_state.json", "tokenizer.json"} <= {
         p.name for p in checkpoint.iterdir()}
     assert (run_dir / "config.yaml").is_file()
+
+
+def test_rollouts_jsonl_holds_the_sampled_groups_of_every_step_for_the_inspector(start_dir, tmp_path, reward_server):
+    run_dir = tmp_path / "run"
+    train_grpo(_config(start_dir, run_dir, reward_server.address, steps=2, run__rollouts_sample=2))
+    lines = _rollouts(run_dir)
+    assert [line["step"] for line in lines] == [1] * 8 + [2] * 8  # 2 groups of 4 per step
+    assert all(line["task"] == "gsm8k" and line["prompt"] and "explanation" in line for line in lines)
+    assert all((line["reward"] is None) == (line["status"] not in ("OK", "NO_ANSWER")) for line in lines)
+    assert any(line["advantage"] is not None for line in lines)
+    index = RolloutIndex(run_dir)
+    assert (len(index.groups), index.summary()["rollouts"]) == (4, 16)

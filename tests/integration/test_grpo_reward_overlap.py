@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import time
+from concurrent import futures
 
+import grpc
 import pytest
 
+from reward.v1 import reward_pb2_grpc
+from trainer_client.errors import EndpointUnreachable
 from trainer_client.train.reward_overlap import EmbeddedRewardServer, OverlappedScorer
 
 
@@ -41,11 +45,30 @@ def test_unknown_task_is_unscored_not_zero(reward_server):
     assert all(not r.scored for r in group.results)
 
 
+class FailingServicer(reward_pb2_grpc.RewardServiceServicer):
+    """Fails every Score call as a whole (INTERNAL: not retried)."""
+
+    def Score(self, request, context):  # noqa: N802 - the gRPC method name
+        context.abort(grpc.StatusCode.INTERNAL, "injected failure")
+
+
 def test_a_failed_call_makes_its_rollouts_unscored():
-    with OverlappedScorer("127.0.0.1:1", timeout_s=1.0) as scorer:  # nothing listens there
-        [group] = scorer.wait(scorer.submit([_group("a", ["4", "5"])]))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    reward_pb2_grpc.add_RewardServiceServicer_to_server(FailingServicer(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with OverlappedScorer(f"127.0.0.1:{port}", timeout_s=30) as scorer:
+            [group] = scorer.wait(scorer.submit([_group("a", ["4", "5"])]))
+    finally:
+        server.stop(0)
     assert group.rewards == [None, None]
-    assert all(r.status.name == "ERROR" and "request failed" in r.error for r in group.results)
+    assert all(r.status.name == "ERROR" and "request failed: injected failure" in r.error for r in group.results)
+
+
+def test_an_unreachable_endpoint_is_said_before_anything_is_submitted():
+    with pytest.raises(EndpointUnreachable, match="connection refused"):
+        OverlappedScorer("127.0.0.1:1", timeout_s=600)  # nothing listens there
 
 
 @pytest.mark.slow

@@ -58,6 +58,8 @@ def test_resumed_run_matches_the_uninterrupted_run(start_dir, tmp_path, reward_s
         assert a.keys() == b.keys()
         assert all(torch.equal(a[k], b[k]) for k in a), name
     assert _metrics(straight) == _metrics(resumed)
+    rollouts = [(run_dir / "rollouts.jsonl").read_text() for run_dir in (straight, resumed)]
+    assert rollouts[0] == rollouts[1] and rollouts[0].count("\n") == 3 * 4 * 2  # steps x groups x group size
 
 
 def test_metrics_and_checkpoints_hold_the_documented_keys_and_files(start_dir, tmp_path, reward_server):
@@ -89,7 +91,7 @@ def test_unscored_rollouts_are_counted_and_left_out(start_dir, tmp_path, reward_
     prompts = write_rows(tmp_path / "mixed.jsonl", rows)
     run_dir = tmp_path / "run"
     train_ppo(_config(start_dir, run_dir, reward_server.address, steps=2, data__shuffle="false",
-                      data__train=str(prompts)))
+                      data__train=str(prompts), data__check_tasks="false"))  # else refused before step 0
     lines = _metrics(run_dir)
     assert [r["unscored"] for r in lines] == [4, 4]  # 2 of 4 prompts x 2 completions, every step
     assert [r["unscored/UNKNOWN_TASK"] for r in lines] == [4, 4]

@@ -85,7 +85,8 @@ def test_server_sends_group_stats_in_the_response(stub):
 
 def test_identical_items_in_a_request_are_verified_once(reward_server, client):
     before = reward_server.scorer.pool.stats().completed
-    results = client.score([gsm(i, "#### 72") for i in range(6)])
+    # a completion no other test sends: the server's reward cache would answer a repeat without verifying it
+    results = client.score([gsm(i, "identical items\n#### 72") for i in range(6)])
     assert reward_server.scorer.pool.stats().completed - before == 1
     assert [r.score for r in results] == [1.0] * 6
     assert sum(1 for r in results if r.elapsed_ms > 0) <= 1
@@ -301,7 +302,8 @@ def test_client_waits_for_a_server_that_starts_late():
     timer = threading.Timer(1.0, lambda: started.append(start_server(port=port, workers=1)))
     timer.start()
     try:
-        with RewardClient(f"127.0.0.1:{port}", timeout_s=30) as client:
+        # connect_timeout_s=None: wait for a server that is still starting (the default says "refused" at once)
+        with RewardClient(f"127.0.0.1:{port}", timeout_s=30, connect_timeout_s=None) as client:
             t0 = time.monotonic()
             [r] = client.score([gsm(0, "#### 72")])
         assert r.score == 1.0 and time.monotonic() - t0 >= 0.5

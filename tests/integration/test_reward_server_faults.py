@@ -82,10 +82,10 @@ def failing_submit(reward_server, monkeypatch):
     """Makes the server's engine raise an unexpected error on the request with id 'boom'."""
     real = reward_server.scorer.submit
 
-    def submit(rollouts, request_id="", item_timeout_s=0.0, client_id=""):
+    def submit(rollouts, request_id="", item_timeout_s=0.0, client_id="", invalid=None):
         if request_id == "boom":
             raise RuntimeError("injected server bug")
-        return real(rollouts, request_id, item_timeout_s, client_id)
+        return real(rollouts, request_id, item_timeout_s, client_id, invalid=invalid)
 
     monkeypatch.setattr(reward_server.scorer, "submit", submit)
 

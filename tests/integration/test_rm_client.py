@@ -116,7 +116,8 @@ def test_score_on_a_prm_server_is_failed_precondition(prm_server):
 
 
 def test_an_unreachable_server_is_unavailable_and_not_serving():
-    with RewardModelClient("127.0.0.1:1", timeout_s=5, channel=NO_RETRY) as rm:
+    # connect_timeout_s=None: the call itself, not the connect check (tests/unit/test_fail_fast_services.py)
+    with RewardModelClient("127.0.0.1:1", timeout_s=5, channel=NO_RETRY, connect_timeout_s=None) as rm:
         assert not rm.serving(timeout_s=2)
         with pytest.raises(grpc.RpcError) as info:
             rm.score(PAIRS[:1])

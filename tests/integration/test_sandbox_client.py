@@ -94,7 +94,8 @@ def test_cancelling_a_call_stops_waiting_at_once(server):
 
 
 def test_an_unreachable_sandbox_is_unavailable_and_not_serving():
-    with SandboxClient("127.0.0.1:1", timeout_s=5, channel=NO_RETRY) as sandbox:
+    # connect_timeout_s=None: the call itself, not the connect check (tests/unit/test_fail_fast_services.py)
+    with SandboxClient("127.0.0.1:1", timeout_s=5, channel=NO_RETRY, connect_timeout_s=None) as sandbox:
         assert not sandbox.serving(timeout_s=2)
         with pytest.raises(grpc.RpcError) as info:
             sandbox.execute_batch([add("a + b", "r")])

@@ -22,6 +22,7 @@ from reward.v1 import reward_model_pb2 as rm_pb
 from reward.v1 import reward_model_pb2_grpc, reward_pb2_grpc
 from reward.v1 import reward_pb2 as pb
 from reward_core.channel_security import ClientSecurity
+from reward_core.clients import EndpointUnreachable
 from reward_core.server_security import ServerSecurityConfig
 from reward_service.router.config import ScorerConfig, ServerConfig
 from reward_service.router.metrics import RewardMetrics
@@ -180,15 +181,17 @@ def test_tls_without_the_token_is_unauthenticated(tls_server, pki):
 
 
 def test_a_plaintext_client_cannot_talk_to_a_tls_server(tls_server):
-    with RewardClient(tls_server.address, timeout_s=5,
+    with RewardClient(tls_server.address, timeout_s=5, connect_timeout_s=2,
                       channel=ChannelConfig(wait_for_ready=False, security=ClientSecurity(auth_token=TOKEN))) as c:
-        expect_status(c.list_tasks, grpc.StatusCode.UNAVAILABLE)
+        with pytest.raises(EndpointUnreachable, match="TLS/plaintext mismatch"):
+            c.list_tasks()
 
 
 def test_a_client_that_does_not_trust_the_ca_is_refused(tls_server):
-    with RewardClient(tls_server.address, timeout_s=5,
+    with RewardClient(tls_server.address, timeout_s=5, connect_timeout_s=2,
                       channel=ChannelConfig(wait_for_ready=False, security=ClientSecurity(tls=True))) as c:
-        expect_status(c.list_tasks, grpc.StatusCode.UNAVAILABLE)
+        with pytest.raises(EndpointUnreachable, match="TLS/plaintext mismatch"):
+            c.list_tasks()
 
 
 def test_mutual_tls_accepts_a_client_certificate_and_refuses_none(scorer, pki):
@@ -199,8 +202,9 @@ def test_mutual_tls_accepts_a_client_certificate_and_refuses_none(scorer, pki):
                     tls_client_key=str(pki.client_key)) as c:
             assert "gsm8k" in [t.name for t in c.list_tasks()]
         no_cert = ChannelConfig(wait_for_ready=False, security=ClientSecurity(tls_ca=str(pki.ca)))
-        with RewardClient(server.address, timeout_s=5, channel=no_cert) as c:
-            expect_status(c.list_tasks, grpc.StatusCode.UNAVAILABLE)
+        with RewardClient(server.address, timeout_s=5, channel=no_cert, connect_timeout_s=2) as c:
+            with pytest.raises(EndpointUnreachable, match="TLS/plaintext mismatch"):
+                c.list_tasks()
     finally:
         server.stop(0)
 

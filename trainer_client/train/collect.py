@@ -52,6 +52,7 @@ class StepData:
     generate_s: float = 0.0
     wait_reward_s: float = 0.0
     reward_latency_s: list[float] = field(default_factory=list)  # submit -> result, per scoring call
+    sampled_rows: list[PromptRow] = field(default_factory=list)  # one per sampled group (rollouts.jsonl)
 
 
 def group_payload(rows: list[PromptRow], rollouts: Rollouts, tag: str) -> list[list[dict[str, Any]]]:
@@ -129,7 +130,8 @@ def collect_step(model: Any, tokenizer: Any, sampler: PromptSampler, scorer: Ove
         rollouts=sampled.select_groups(kept) if kept else sampled.select_groups([]),
         rows=[all_rows[i] for i in kept], results=[all_results[i] for i in kept], sampled=sampled,
         sampled_results=all_results, sampled_zero_variance=zero_variance_flags(all_results), rounds=rounds,
-        generate_s=timing["generate_s"], wait_reward_s=scorer.wait_s - wait_before, reward_latency_s=latencies)
+        generate_s=timing["generate_s"], wait_reward_s=scorer.wait_s - wait_before, reward_latency_s=latencies,
+        sampled_rows=all_rows)
 
 
 def batch_rewards(results: list[GroupResult]) -> tuple[torch.Tensor, torch.Tensor]:

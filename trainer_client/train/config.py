@@ -64,6 +64,9 @@ class DataConfig:
     train: str = _help("training prompts, JSONL lines {\"prompt\", \"reference\", \"task\"[, \"id\"]}")
     task: str | None = _help("reward task for lines without a \"task\" field", default=None)
     shuffle: bool = _help("reshuffle the prompts every pass over the file (seeded by run.seed)", default=True)
+    check_tasks: bool = _help("before step 0, refuse rows whose task the reward service does not serve or whose "
+                              "reference lacks a field the task requires (false: they train as unscored)",
+                              default=True)
 
 
 @dataclass(frozen=True)
@@ -132,20 +135,35 @@ class OptimConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
-    dir: str = _help("run directory: metrics.jsonl, checkpoints/, config.yaml, tensorboard/", default="runs/grpo")
+    dir: str = _help("run directory: metrics.jsonl, rollouts.jsonl, checkpoints/, config.yaml, tensorboard/",
+                     default="runs/grpo")
     steps: int = _help("training steps (one batch of prompts_per_step groups each)", default=100)
     max_time_s: float = _help("stop after this many seconds of training (0: no limit)", default=0.0)
     seed: int = _help("seeds sampling, the prompt order and mini-batch shuffling", default=0)
     save_every: int = _help("checkpoint every N steps (0: only at the end)", default=0)
     keep_checkpoints: int = _help("newest checkpoints to keep", default=2)
     resume: bool = _help("continue from the newest checkpoint in run.dir, if there is one", default=True)
+    allow_config_change: bool = _help("let a resume change the config the run ran with (else refused, naming the "
+                                      "changed keys; CLI: --allow-config-change)", default=False)
     tensorboard: bool = _help("also log to run.dir/tensorboard if the tensorboard package is installed",
                               default=True)
     progress: bool = _help("show a tqdm progress bar", default=True)
+    wandb: bool = _help("also log to Weights & Biases (pip install 'reward-suite[wandb]'; WANDB_MODE=offline "
+                        "needs no network)", default=False)
+    wandb_project: str = _help("Weights & Biases project (default: the WANDB_PROJECT variable, else reward-suite)",
+                               default="")
+    wandb_name: str = _help("Weights & Biases run name (default: the run directory's name)", default="")
+    rollouts_sample: int = _help("groups per step written to run.dir/rollouts.jsonl with their completions, "
+                                 "rewards, statuses and explanations (reward-service inspect RUN_DIR; 0: off)",
+                                 default=4)
+    rollouts_max_mb: float = _help("rollouts.jsonl stops growing at this size (logged once)", default=100.0)
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.max_time_s < 0 or self.save_every < 0 or self.keep_checkpoints < 1:
             raise ValueError("need run.steps >= 1, run.max_time_s >= 0, run.save_every >= 0, run.keep_checkpoints >= 1")
+        if self.rollouts_sample < 0 or self.rollouts_max_mb <= 0:
+            raise ValueError(f"need run.rollouts_sample >= 0 (0: no rollouts.jsonl) and run.rollouts_max_mb > 0; "
+                             f"got {self.rollouts_sample}, {self.rollouts_max_mb}")
 
 
 def sections_of(root: type) -> dict[str, type]:

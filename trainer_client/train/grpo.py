@@ -22,6 +22,7 @@ the newest checkpoint exactly where the interrupted run would have been.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -43,10 +44,13 @@ from trainer_client.train.loop import (
 )
 from trainer_client.train.models import linear_warmup, load_policy, load_tokenizer
 from trainer_client.train.reward_overlap import OverlappedScorer
+from trainer_client.train.rollout_log import completion_advantages, step_records
 from trainer_client.train.rollouts import PromptSampler, read_prompts
+from trainer_client.train.run_configs import keep_config
 from trainer_client.train.run_logging import RunLogger
 from trainer_client.train.step_metrics import rollout_metrics
 from trainer_client.train.step_rewards import batch_steps, batch_token_char_ends
+from trainer_client.train.wandb_log import check_wandb, open_wandb
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +68,9 @@ class GrpoTrainer:
             torch.set_num_threads(config.model.threads)
         self.run_dir = config.run.dir
         self.checkpoint = checkpointing.latest_checkpoint(self.run_dir) if config.run.resume else None
+        if config.run.wandb:  # before any model loads: a missing package, or a resume with another
+            check_wandb()      # config (run_configs), is refused at once
+        keep_config(self.run_dir, to_yaml(config), self.checkpoint, config.run.allow_config_change)
         self.tokenizer = load_tokenizer(str(self.checkpoint or config.model.path))
         self.model = load_policy(str(self.checkpoint or config.model.path), config.model, trainable=True)
         self.ref_model = load_policy(config.model.path, config.model, trainable=False) if config.grpo.beta > 0 else None
@@ -75,7 +82,10 @@ class GrpoTrainer:
                                      config.data.shuffle)
         self.step = restore_or_seed(self.checkpoint, self.optimizer, self.scheduler, self.sampler, config.run.seed)
         self.run_logger = RunLogger(self.run_dir, config.run.tensorboard,
-                                    resume_step=self.step if self.checkpoint is not None else None)
+                                    resume_step=self.step if self.checkpoint is not None else None,
+                                    rollouts_max_mb=config.run.rollouts_max_mb if config.run.rollouts_sample else None,
+                                    wandb_run=open_wandb(self.run_dir, config.run.wandb_project, config.run.wandb_name,
+                                                         dataclasses.asdict(config)) if config.run.wandb else None)
         self.run_logger.log_config(to_yaml(config))
 
     def train(self) -> RunSummary:
@@ -96,6 +106,9 @@ class GrpoTrainer:
         t1 = time.perf_counter()
         batch, batch_stats = self.make_batch(data) if data.results else (None, {})
         metrics.update(batch_stats)
+        if cfg.run.rollouts_sample:
+            advantages = None if batch is None else completion_advantages(batch.advantages, batch.loss_mask)
+            self.run_logger.log_rollouts(step_records(self.step + 1, data, cfg.run.rollouts_sample, advantages))
         t2 = time.perf_counter()
         stats = {}
         if batch is not None and batch.loss_mask.any():

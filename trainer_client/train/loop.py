@@ -20,16 +20,14 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from trainer_client.errors import NothingScoredError
 from trainer_client.train import checkpointing
+from trainer_client.train.data_checks import check_prompts
 from trainer_client.train.reward_overlap import OverlappedScorer, open_scorer
 from trainer_client.train.rollouts import PromptSampler
 from trainer_client.train.run_logging import RunLogger
 
 logger = logging.getLogger(__name__)
-
-
-class NothingScoredError(RuntimeError):
-    """A whole step came back unscored: the reward service or the task setup is broken."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +43,9 @@ class RunSummary:
 class SteppedTrainer(Protocol):
     """What :func:`run_training` drives: a trainer with a step counter, a logger and a checkpoint."""
 
-    config: Any            # .run (RunConfig) and .reward (RewardConfig)
+    config: Any            # .run (RunConfig), .reward (RewardConfig) and .data (DataConfig)
     run_dir: str
+    sampler: PromptSampler
     step: int
     run_logger: RunLogger
 
@@ -88,6 +87,8 @@ def run_training(trainer: SteppedTrainer, desc: str,
     bar = tqdm(total=run.steps, initial=trainer.step, disable=not run.progress, desc=desc, unit="step")
     try:
         with open_scorer(trainer.config.reward, trainer.run_dir) as scorer:
+            if trainer.config.data.check_tasks:  # before step 0: rows the reward service cannot score
+                check_prompts(trainer.sampler.rows, scorer.list_tasks(), trainer.config.data.train, scorer.endpoint)
             while trainer.step < run.steps:
                 metrics = trainer.train_step(scorer)
                 trainer.step += 1

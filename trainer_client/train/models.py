@@ -19,13 +19,10 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from reward_core.dtype_names import DTYPES as DTYPE_NAMES
+from trainer_client.errors import ModelPathError
 from trainer_client.train.config import ModelConfig
 
 DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}  # ModelConfig.dtype (torch's names) -> dtype
-
-
-class ModelPathError(OSError):
-    """A model path that cannot be a policy: missing, not a checkpoint, or not a causal LM."""
 
 
 @lru_cache(maxsize=16)

@@ -21,6 +21,7 @@ critic in ``critic/``, the optimizer of both, RNGs, prompt position) every
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -39,11 +40,14 @@ from trainer_client.train.ppo_config import PpoTrainerConfig, to_yaml
 from trainer_client.train.ppo_targets import ppo_targets
 from trainer_client.train.ppo_update import PpoBatch, ppo_update
 from trainer_client.train.reward_overlap import OverlappedScorer
+from trainer_client.train.rollout_log import completion_advantages, step_records
 from trainer_client.train.rollouts import PromptSampler, read_prompts
+from trainer_client.train.run_configs import keep_config
 from trainer_client.train.run_logging import RunLogger
 from trainer_client.train.step_metrics import rollout_metrics
 from trainer_client.train.step_rewards import batch_steps, batch_token_char_ends
 from trainer_client.train.value_head import batched_values, load_critic
+from trainer_client.train.wandb_log import check_wandb, open_wandb
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +75,9 @@ class PpoTrainer:
             torch.set_num_threads(config.model.threads)
         self.run_dir = config.run.dir
         self.checkpoint = checkpointing.latest_checkpoint(self.run_dir) if config.run.resume else None
+        if config.run.wandb:  # before any model loads: a missing package, or a resume with another
+            check_wandb()      # config (run_configs), is refused at once
+        keep_config(self.run_dir, to_yaml(config), self.checkpoint, config.run.allow_config_change)
         start = str(self.checkpoint or config.model.path)
         self.tokenizer = load_tokenizer(start)
         self.model = load_policy(start, config.model, trainable=True)
@@ -87,7 +94,10 @@ class PpoTrainer:
                                      config.data.shuffle)
         self.step = restore_or_seed(self.checkpoint, self.optimizer, self.scheduler, self.sampler, config.run.seed)
         self.run_logger = RunLogger(self.run_dir, config.run.tensorboard,
-                                    resume_step=self.step if self.checkpoint is not None else None)
+                                    resume_step=self.step if self.checkpoint is not None else None,
+                                    rollouts_max_mb=config.run.rollouts_max_mb if config.run.rollouts_sample else None,
+                                    wandb_run=open_wandb(self.run_dir, config.run.wandb_project, config.run.wandb_name,
+                                                         dataclasses.asdict(config)) if config.run.wandb else None)
         self.run_logger.log_config(to_yaml(config))
 
     def train(self) -> RunSummary:
@@ -114,6 +124,9 @@ class PpoTrainer:
         t1 = time.perf_counter()
         batch, batch_stats = self.make_batch(data)
         metrics.update(batch_stats)
+        if cfg.run.rollouts_sample:
+            advantages = completion_advantages(batch.advantages, batch.loss_mask)
+            self.run_logger.log_rollouts(step_records(self.step + 1, data, cfg.run.rollouts_sample, advantages))
         t2 = time.perf_counter()
         stats = {}
         if batch.loss_mask.any():

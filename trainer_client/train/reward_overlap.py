@@ -39,7 +39,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from reward_core.channel_security import open_channel
 from reward_core.clients import AsyncRewardClient, GroupResult
-from reward_core.contract import GroupStats, RolloutResult, RolloutStatus
+from reward_core.contract import GroupStats, RolloutResult, RolloutStatus, TaskInfo
 from reward_core.ports import free_port
 from trainer_client.train.config import RewardConfig
 
@@ -151,6 +151,10 @@ class OverlappedScorer:
 
     def _run(self, coro: Any) -> concurrent.futures.Future:
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def list_tasks(self) -> list[TaskInfo]:
+        """The reward service's tasks (ListTasks)."""
+        return self._run(self._client.list_tasks()).result()
 
     def submit(self, groups: list[list[dict[str, Any]]]) -> ScoringJob:
         """Starts scoring ``groups`` (rollout dicts with ids unique in the call) and returns at once."""

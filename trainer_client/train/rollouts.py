@@ -22,11 +22,8 @@ from typing import Any
 
 import torch
 
+from trainer_client.errors import PromptDataError
 from trainer_client.train.config import SamplingConfig
-
-
-class PromptDataError(ValueError):
-    """A prompt file is missing or malformed; the message names the file and line."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +32,7 @@ class PromptRow:
     prompt: str
     reference: Mapping[str, Any]
     task: str
+    line: int = 0  # its line in the prompts file (0: not from a file)
 
 
 def read_prompts(path: str | Path, default_task: str | None = None) -> list[PromptRow]:
@@ -59,7 +57,7 @@ def read_prompts(path: str | Path, default_task: str | None = None) -> list[Prom
         reference = data.get("reference")
         reference = (reference if isinstance(reference, dict)
                      else ({} if reference is None else {"answer": str(reference)}))
-        rows.append(PromptRow(str(data.get("id", f"line{number}")), data["prompt"], reference, task))
+        rows.append(PromptRow(str(data.get("id", f"line{number}")), data["prompt"], reference, task, number))
     if not rows:
         raise PromptDataError(f"{path}: no prompts")
     return rows

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16reward/v1/reward.proto\x12\treward.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xea\x01\n\x07Rollout\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04task\x18\x02 \x01(\t\x12\x0e\n\x06prompt\x18\x03 \x01(\t\x12\x12\n\ncompletion\x18\x04 \x01(\t\x12*\n\treference\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x32\n\x08metadata\x18\x06 \x03(\x0b\x32 .reward.v1.Rollout.MetadataEntry\x12\x10\n\x08group_id\x18\x07 \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"`\n\x0cScoreRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12$\n\x08rollouts\x18\x02 \x03(\x0b\x32\x12.reward.v1.Rollout\x12\x16\n\x0eitem_timeout_s\x18\x03 \x01(\x01\"\xd0\x02\n\rRolloutResult\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12<\n\ncomponents\x18\x03 \x03(\x0b\x32(.reward.v1.RolloutResult.ComponentsEntry\x12(\n\x06status\x18\x04 \x01(\x0e\x32\x18.reward.v1.RolloutStatus\x12\x0e\n\x06scored\x18\x05 \x01(\x08\x12\x11\n\textracted\x18\x06 \x01(\t\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12\x12\n\nelapsed_ms\x18\x08 \x01(\x01\x12\x0c\n\x04task\x18\t \x01(\t\x12\x10\n\x08group_id\x18\n \x01(\t\x12#\n\x05steps\x18\x0b \x03(\x0b\x32\x14.reward.v1.StepScore\x1a\x31\n\x0f\x43omponentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"U\n\tStepScore\x12\r\n\x05start\x18\x01 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x05\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x0e\n\x06scored\x18\x04 \x01(\x08\x12\r\n\x05label\x18\x05 \x01(\t\"n\n\nGroupStats\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x05\x12\x0e\n\x06scored\x18\x03 \x01(\x05\x12\x0c\n\x04mean\x18\x04 \x01(\x01\x12\x0b\n\x03std\x18\x05 \x01(\x01\x12\x15\n\rzero_variance\x18\x06 \x01(\x08\"\x89\x01\n\rScoreResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12)\n\x07results\x18\x02 \x03(\x0b\x32\x18.reward.v1.RolloutResult\x12%\n\x06groups\x18\x03 \x03(\x0b\x32\x15.reward.v1.GroupStats\x12\x12\n\nelapsed_ms\x18\x04 \x01(\x01\"\x12\n\x10ListTasksRequest\"\xf3\x01\n\x08TaskInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x18\n\x10reference_fields\x18\x03 \x03(\t\x12!\n\x19required_reference_fields\x18\x04 \x03(\t\x12\x0c\n\x04kind\x18\x05 \x01(\t\x12\x31\n\x07weights\x18\x06 \x03(\x0b\x32 .reward.v1.TaskInfo.WeightsEntry\x12\x16\n\x0eproduces_steps\x18\x07 \x01(\x08\x1a.\n\x0cWeightsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"7\n\x11ListTasksResponse\x12\"\n\x05tasks\x18\x01 \x03(\x0b\x32\x13.reward.v1.TaskInfo*\xa5\x02\n\rRolloutStatus\x12\x1e\n\x1aROLLOUT_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11ROLLOUT_STATUS_OK\x10\x01\x12\x1c\n\x18ROLLOUT_STATUS_NO_ANSWER\x10\x02\x12\x1a\n\x16ROLLOUT_STATUS_TIMEOUT\x10\x03\x12\x18\n\x14ROLLOUT_STATUS_ERROR\x10\x04\x12\x1f\n\x1bROLLOUT_STATUS_UNKNOWN_TASK\x10\x05\x12$\n ROLLOUT_STATUS_INVALID_REFERENCE\x10\x06\x12\x1e\n\x1aROLLOUT_STATUS_UNAVAILABLE\x10\x07\x12\"\n\x1eROLLOUT_STATUS_INVALID_ROLLOUT\x10\x08\x32\xd9\x01\n\rRewardService\x12:\n\x05Score\x12\x17.reward.v1.ScoreRequest\x1a\x18.reward.v1.ScoreResponse\x12\x44\n\x0bScoreStream\x12\x17.reward.v1.ScoreRequest\x1a\x18.reward.v1.ScoreResponse(\x01\x30\x01\x12\x46\n\tListTasks\x12\x1b.reward.v1.ListTasksRequest\x1a\x1c.reward.v1.ListTasksResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16reward/v1/reward.proto\x12\treward.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xea\x01\n\x07Rollout\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04task\x18\x02 \x01(\t\x12\x0e\n\x06prompt\x18\x03 \x01(\t\x12\x12\n\ncompletion\x18\x04 \x01(\t\x12*\n\treference\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x32\n\x08metadata\x18\x06 \x03(\x0b\x32 .reward.v1.Rollout.MetadataEntry\x12\x10\n\x08group_id\x18\x07 \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"`\n\x0cScoreRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12$\n\x08rollouts\x18\x02 \x03(\x0b\x32\x12.reward.v1.Rollout\x12\x16\n\x0eitem_timeout_s\x18\x03 \x01(\x01\"\xff\x02\n\rRolloutResult\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12<\n\ncomponents\x18\x03 \x03(\x0b\x32(.reward.v1.RolloutResult.ComponentsEntry\x12(\n\x06status\x18\x04 \x01(\x0e\x32\x18.reward.v1.RolloutStatus\x12\x0e\n\x06scored\x18\x05 \x01(\x08\x12\x11\n\textracted\x18\x06 \x01(\t\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12\x12\n\nelapsed_ms\x18\x08 \x01(\x01\x12\x0c\n\x04task\x18\t \x01(\t\x12\x10\n\x08group_id\x18\n \x01(\t\x12#\n\x05steps\x18\x0b \x03(\x0b\x32\x14.reward.v1.StepScore\x12\x13\n\x0b\x65xplanation\x18\x0c \x01(\t\x12\x18\n\x10verifier_version\x18\r \x01(\t\x1a\x31\n\x0f\x43omponentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"U\n\tStepScore\x12\r\n\x05start\x18\x01 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x05\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x0e\n\x06scored\x18\x04 \x01(\x08\x12\r\n\x05label\x18\x05 \x01(\t\"n\n\nGroupStats\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x05\x12\x0e\n\x06scored\x18\x03 \x01(\x05\x12\x0c\n\x04mean\x18\x04 \x01(\x01\x12\x0b\n\x03std\x18\x05 \x01(\x01\x12\x15\n\rzero_variance\x18\x06 \x01(\x08\"\x89\x01\n\rScoreResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12)\n\x07results\x18\x02 \x03(\x0b\x32\x18.reward.v1.RolloutResult\x12%\n\x06groups\x18\x03 \x03(\x0b\x32\x15.reward.v1.GroupStats\x12\x12\n\nelapsed_ms\x18\x04 \x01(\x01\"\x12\n\x10ListTasksRequest\"\x8d\x02\n\x08TaskInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x18\n\x10reference_fields\x18\x03 \x03(\t\x12!\n\x19required_reference_fields\x18\x04 \x03(\t\x12\x0c\n\x04kind\x18\x05 \x01(\t\x12\x31\n\x07weights\x18\x06 \x03(\x0b\x32 .reward.v1.TaskInfo.WeightsEntry\x12\x16\n\x0eproduces_steps\x18\x07 \x01(\x08\x12\x18\n\x10verifier_version\x18\x08 \x01(\t\x1a.\n\x0cWeightsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"7\n\x11ListTasksResponse\x12\"\n\x05tasks\x18\x01 \x03(\x0b\x32\x13.reward.v1.TaskInfo*\xa5\x02\n\rRolloutStatus\x12\x1e\n\x1aROLLOUT_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11ROLLOUT_STATUS_OK\x10\x01\x12\x1c\n\x18ROLLOUT_STATUS_NO_ANSWER\x10\x02\x12\x1a\n\x16ROLLOUT_STATUS_TIMEOUT\x10\x03\x12\x18\n\x14ROLLOUT_STATUS_ERROR\x10\x04\x12\x1f\n\x1bROLLOUT_STATUS_UNKNOWN_TASK\x10\x05\x12$\n ROLLOUT_STATUS_INVALID_REFERENCE\x10\x06\x12\x1e\n\x1aROLLOUT_STATUS_UNAVAILABLE\x10\x07\x12\"\n\x1eROLLOUT_STATUS_INVALID_ROLLOUT\x10\x08\x32\xd9\x01\n\rRewardService\x12:\n\x05Score\x12\x17.reward.v1.ScoreRequest\x1a\x18.reward.v1.ScoreResponse\x12\x44\n\x0bScoreStream\x12\x17.reward.v1.ScoreRequest\x1a\x18.reward.v1.ScoreResponse(\x01\x30\x01\x12\x46\n\tListTasks\x12\x1b.reward.v1.ListTasksRequest\x1a\x1c.reward.v1.ListTasksResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,8 +38,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ROLLOUTRESULT_COMPONENTSENTRY']._serialized_options = b'8\001'
   _globals['_TASKINFO_WEIGHTSENTRY']._loaded_options = None
   _globals['_TASKINFO_WEIGHTSENTRY']._serialized_options = b'8\001'
-  _globals['_ROLLOUTSTATUS']._serialized_start=1404
-  _globals['_ROLLOUTSTATUS']._serialized_end=1697
+  _globals['_ROLLOUTSTATUS']._serialized_start=1477
+  _globals['_ROLLOUTSTATUS']._serialized_end=1770
   _globals['_ROLLOUT']._serialized_start=68
   _globals['_ROLLOUT']._serialized_end=302
   _globals['_ROLLOUT_METADATAENTRY']._serialized_start=255
@@ -47,23 +47,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SCOREREQUEST']._serialized_start=304
   _globals['_SCOREREQUEST']._serialized_end=400
   _globals['_ROLLOUTRESULT']._serialized_start=403
-  _globals['_ROLLOUTRESULT']._serialized_end=739
-  _globals['_ROLLOUTRESULT_COMPONENTSENTRY']._serialized_start=690
-  _globals['_ROLLOUTRESULT_COMPONENTSENTRY']._serialized_end=739
-  _globals['_STEPSCORE']._serialized_start=741
-  _globals['_STEPSCORE']._serialized_end=826
-  _globals['_GROUPSTATS']._serialized_start=828
-  _globals['_GROUPSTATS']._serialized_end=938
-  _globals['_SCORERESPONSE']._serialized_start=941
-  _globals['_SCORERESPONSE']._serialized_end=1078
-  _globals['_LISTTASKSREQUEST']._serialized_start=1080
-  _globals['_LISTTASKSREQUEST']._serialized_end=1098
-  _globals['_TASKINFO']._serialized_start=1101
-  _globals['_TASKINFO']._serialized_end=1344
-  _globals['_TASKINFO_WEIGHTSENTRY']._serialized_start=1298
-  _globals['_TASKINFO_WEIGHTSENTRY']._serialized_end=1344
-  _globals['_LISTTASKSRESPONSE']._serialized_start=1346
-  _globals['_LISTTASKSRESPONSE']._serialized_end=1401
-  _globals['_REWARDSERVICE']._serialized_start=1700
-  _globals['_REWARDSERVICE']._serialized_end=1917
+  _globals['_ROLLOUTRESULT']._serialized_end=786
+  _globals['_ROLLOUTRESULT_COMPONENTSENTRY']._serialized_start=737
+  _globals['_ROLLOUTRESULT_COMPONENTSENTRY']._serialized_end=786
+  _globals['_STEPSCORE']._serialized_start=788
+  _globals['_STEPSCORE']._serialized_end=873
+  _globals['_GROUPSTATS']._serialized_start=875
+  _globals['_GROUPSTATS']._serialized_end=985
+  _globals['_SCORERESPONSE']._serialized_start=988
+  _globals['_SCORERESPONSE']._serialized_end=1125
+  _globals['_LISTTASKSREQUEST']._serialized_start=1127
+  _globals['_LISTTASKSREQUEST']._serialized_end=1145
+  _globals['_TASKINFO']._serialized_start=1148
+  _globals['_TASKINFO']._serialized_end=1417
+  _globals['_TASKINFO_WEIGHTSENTRY']._serialized_start=1371
+  _globals['_TASKINFO_WEIGHTSENTRY']._serialized_end=1417
+  _globals['_LISTTASKSRESPONSE']._serialized_start=1419
+  _globals['_LISTTASKSRESPONSE']._serialized_end=1474
+  _globals['_REWARDSERVICE']._serialized_start=1773
+  _globals['_REWARDSERVICE']._serialized_end=1990
 # @@protoc_insertion_point(module_scope)

@@ -65,7 +65,7 @@ class ScoreRequest(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., rollouts: _Optional[_Iterable[_Union[Rollout, _Mapping]]] = ..., item_timeout_s: _Optional[float] = ...) -> None: ...
 
 class RolloutResult(_message.Message):
-    __slots__ = ("id", "score", "components", "status", "scored", "extracted", "error", "elapsed_ms", "task", "group_id", "steps")
+    __slots__ = ("id", "score", "components", "status", "scored", "extracted", "error", "elapsed_ms", "task", "group_id", "steps", "explanation", "verifier_version")
     class ComponentsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -84,6 +84,8 @@ class RolloutResult(_message.Message):
     TASK_FIELD_NUMBER: _ClassVar[int]
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
+    EXPLANATION_FIELD_NUMBER: _ClassVar[int]
+    VERIFIER_VERSION_FIELD_NUMBER: _ClassVar[int]
     id: str
     score: float
     components: _containers.ScalarMap[str, float]
@@ -95,7 +97,9 @@ class RolloutResult(_message.Message):
     task: str
     group_id: str
     steps: _containers.RepeatedCompositeFieldContainer[StepScore]
-    def __init__(self, id: _Optional[str] = ..., score: _Optional[float] = ..., components: _Optional[_Mapping[str, float]] = ..., status: _Optional[_Union[RolloutStatus, str]] = ..., scored: _Optional[bool] = ..., extracted: _Optional[str] = ..., error: _Optional[str] = ..., elapsed_ms: _Optional[float] = ..., task: _Optional[str] = ..., group_id: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[StepScore, _Mapping]]] = ...) -> None: ...
+    explanation: str
+    verifier_version: str
+    def __init__(self, id: _Optional[str] = ..., score: _Optional[float] = ..., components: _Optional[_Mapping[str, float]] = ..., status: _Optional[_Union[RolloutStatus, str]] = ..., scored: _Optional[bool] = ..., extracted: _Optional[str] = ..., error: _Optional[str] = ..., elapsed_ms: _Optional[float] = ..., task: _Optional[str] = ..., group_id: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[StepScore, _Mapping]]] = ..., explanation: _Optional[str] = ..., verifier_version: _Optional[str] = ...) -> None: ...
 
 class StepScore(_message.Message):
     __slots__ = ("start", "end", "score", "scored", "label")
@@ -144,7 +148,7 @@ class ListTasksRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class TaskInfo(_message.Message):
-    __slots__ = ("name", "description", "reference_fields", "required_reference_fields", "kind", "weights", "produces_steps")
+    __slots__ = ("name", "description", "reference_fields", "required_reference_fields", "kind", "weights", "produces_steps", "verifier_version")
     class WeightsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -159,6 +163,7 @@ class TaskInfo(_message.Message):
     KIND_FIELD_NUMBER: _ClassVar[int]
     WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     PRODUCES_STEPS_FIELD_NUMBER: _ClassVar[int]
+    VERIFIER_VERSION_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     reference_fields: _containers.RepeatedScalarFieldContainer[str]
@@ -166,7 +171,8 @@ class TaskInfo(_message.Message):
     kind: str
     weights: _containers.ScalarMap[str, float]
     produces_steps: bool
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., reference_fields: _Optional[_Iterable[str]] = ..., required_reference_fields: _Optional[_Iterable[str]] = ..., kind: _Optional[str] = ..., weights: _Optional[_Mapping[str, float]] = ..., produces_steps: _Optional[bool] = ...) -> None: ...
+    verifier_version: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., reference_fields: _Optional[_Iterable[str]] = ..., required_reference_fields: _Optional[_Iterable[str]] = ..., kind: _Optional[str] = ..., weights: _Optional[_Mapping[str, float]] = ..., produces_steps: _Optional[bool] = ..., verifier_version: _Optional[str] = ...) -> None: ...
 
 class ListTasksResponse(_message.Message):
     __slots__ = ("tasks",)
