@@ -140,7 +140,7 @@ def main() -> None:
     args = parser.parse_args()
     client = docker_client()
     if args.fresh_image:
-        for tag in (runner_tag(), BaseRecipe().tag):
+        for tag in (runner_tag(), BaseRecipe.for_languages().tag):       # the $SANDBOX_LANGUAGES set's
             if client.images.list(name=tag):
                 client.images.remove(tag, force=True)
         started = time.monotonic()

@@ -22,6 +22,15 @@ containers exit by themselves (stdin EOF ends the zygote). Containers are not
 ``close()`` removes them, and a new executor removes those whose creating
 process is dead.
 
+Languages: the runner image is built for a language set (``SANDBOX_LANGUAGES`` or
+``DockerConfig.language_set``: core, all, or a list) and records the toolchains it has and their
+versions (sandbox/docker_image.py). ``executor.languages`` is sandbox/languages.toml -- the same
+specs as the process backend -- probed against that record (:func:`image_language_table`): a
+language the image lacks is UNSUPPORTED_LANGUAGE naming the image and its set, whatever this host
+has installed; ``language_versions()`` gives the image's versions to ListLanguages. The language's
+floors reach the container too: its memory cgroup follows the raised memory_mb
+(:meth:`DockerConfig.container_memory_mb`).
+
 Container settings (each a line of :func:`container_settings`), and why:
 
 * root *inside the container*, ``cap_drop=ALL`` + ``cap_add`` SETUID, SETGID,
@@ -82,13 +91,17 @@ from typing import Any
 from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult, Limits, SandboxUnavailable
 from sandbox.docker_image import (
     LABEL,
+    LANGUAGES_ENV,
     RUNTIME_PATH_IN_IMAGE,
+    BaseRecipe,
     ImageBuildError,
     cleanup_containers,
     docker_client,
     ensure_image,
+    image_languages,
+    probe_image,
 )
-from sandbox.languages import Language, resolve_language
+from sandbox.languages import Language, LanguageTable, host_probe, load_languages, resolve_language
 from sandbox.slot_pool import SlotPool
 from sandbox.zygote_client import SlotHandle, ZygoteDied, ZygoteTimeout
 
@@ -119,7 +132,11 @@ class DockerConfig:
     pids_limit: int = 256                # container-wide; B's own RLIMIT_NPROC (Limits.max_processes) is lower
     tmpfs_mb: int = 512                  # size of each of the container's tmpfs, /scratch and /tmp (memory-backed)
     start_timeout_s: float = 60.0        # container start + zygote hello (self-test included)
+    #: The language table (None: sandbox/languages.toml); which of them run is probed from the image.
     languages: Mapping[str, Language] | None = None
+    #: The image's language set when ``image`` is None (SANDBOX_LANGUAGES=core|all|python,go,...):
+    #: None means $SANDBOX_LANGUAGES, else core. Each set is its own image (sandbox/docker_image.py).
+    language_set: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("concurrency", "memory_slack_mb", "compile_memory_mb", "cpus", "pids_limit", "tmpfs_mb",
@@ -127,9 +144,13 @@ class DockerConfig:
             if not getattr(self, name) > 0:
                 raise ValueError(f"DockerConfig.{name} must be > 0, got {getattr(self, name)!r}")
 
-    def container_memory_mb(self, limits: Limits, compiled: bool = False) -> int:
-        """The container's memory cgroup while it runs an execution with these limits."""
-        memory = max(int(limits.memory_mb), self.compile_memory_mb) if compiled else int(limits.memory_mb)
+    def container_memory_mb(self, limits: Limits, language: Language | None = None) -> int:
+        """The container's memory cgroup while it runs an execution with these limits in ``language``:
+        the program's memory_mb raised to the language's floor (a JVM's heap, as zygote_client.build_wire
+        raises it on the wire) and, for a compiled language, to the compiler's, plus scratch and slack."""
+        memory = max(int(limits.memory_mb), language.min_memory_mb if language is not None else 0)
+        if language is not None and language.compiled:
+            memory = max(memory, self.compile_memory_mb)
         return memory + int(limits.scratch_mb) + self.memory_slack_mb
 
 
@@ -162,6 +183,48 @@ def container_settings(config: DockerConfig, image: str, untrusted_uid: int, lab
                 stdin_open=True, tty=False, detach=False,   # detach=False + stdin_open: StdinOnce
                 network_disabled=True, environment={"PYTHONDONTWRITEBYTECODE": "1"},
                 host_config=host_config)
+
+
+def image_language_table(client: Any, image: str, languages: Mapping[str, Language] | None = None,
+                         ) -> tuple[LanguageTable, dict[str, str]]:
+    """``languages`` (default: the built-in table) probed against the runner image, and their versions.
+
+    A language runs when every tool it needs is in the image: the image's record of the tools and
+    versions (sandbox/docker_image.py: probe_image, at build time) answers; a tool the record does not
+    know (a language added with ``--languages``, an image built before records existed) is looked up
+    by running the probe in a container of the image, once here. What this host has is irrelevant:
+    an incoming table's reasons from the host probe are dropped, other reasons (a server's own
+    restrictions) kept.
+    """
+    table = languages if languages is not None else load_languages(probe=None)
+    record = image_languages(client, image) or {"set": "", "tools": {}, "languages": {}}
+    tools: dict[str, bool] = dict(record.get("tools") or {})
+    versions: dict[str, str] = dict(record.get("languages") or {})
+    unknown = {lang.name: lang for lang in table.values() if any(t not in tools for t in lang.required_tools())}
+    failed = ""
+    if unknown:
+        try:
+            probed = probe_image(client, image, unknown)
+        except ImageBuildError as exc:      # those languages are off (and say why); the others run
+            failed = str(exc)[:300]
+        else:
+            tools.update(probed["tools"])
+            versions.update({n: item["version"] for n, item in probed["languages"].items() if not item["missing"]})
+    built_with = f" (built with {LANGUAGES_ENV}={record['set']})" if record.get("set") else ""
+    reasons = {}
+    for lang in table.values():
+        missing = [t for t in lang.required_tools() if not tools.get(t)]
+        if failed and lang.name in unknown:
+            reasons[lang.name] = f"could not probe the runner image {image} for it: {failed}"
+        elif missing:
+            rebuild = (f"; an image with it: {LANGUAGES_ENV}={lang.name} (or all) python -m sandbox.docker_image "
+                       "build" if lang.packages else "")
+            reasons[lang.name] = f"not in the runner image {image}{built_with}: {', '.join(missing)} not found{rebuild}"
+    for name, reason in getattr(table, "unavailable", {}).items():
+        if name in table and name not in reasons and reason != host_probe(table[name]):
+            reasons[name] = reason
+    available = {lang.name for lang in table.values() if lang.name not in reasons}
+    return LanguageTable(table.values(), reasons), {n: v for n, v in versions.items() if n in available}
 
 
 class AttachTransport:
@@ -271,14 +334,18 @@ class DockerExecutor:
         except docker.errors.DockerException as exc:
             raise SandboxUnavailable(f"no Docker engine answers ({exc}); start one: scripts/system_setup.sh") from None
         try:
-            self.image = self.config.image or ensure_image(self._client)
+            self.image = self.config.image or ensure_image(
+                self._client, recipe=BaseRecipe.for_languages(self.config.language_set))
+            #: Every known language; those the image lacks are ``unavailable`` (UNSUPPORTED_LANGUAGE).
+            self.languages, self._versions = image_language_table(self._client, self.image, self.config.languages)
         except (ImageBuildError, docker.errors.DockerException) as exc:
             raise SandboxUnavailable(f"the sandbox runner image is unavailable: {exc}") from None
         removed = cleanup_containers(self._client)       # leftovers of crashed processes on this machine
-        log.info("docker sandbox: %s, image %s, %d containers (removed %d left by dead processes)",
-                 self.executor_id, self.image, self.config.concurrency, removed)
+        log.info("docker sandbox: %s, image %s, %d containers (removed %d left by dead processes), languages: %s",
+                 self.executor_id, self.image, self.config.concurrency, removed,
+                 ", ".join(lang.name for lang in self.languages.available()))
         self._pool = SlotPool(self.config.concurrency, self._start_slot, backend=self.name,
-                              languages=self.config.languages, start_timeout_s=self.config.start_timeout_s)
+                              languages=self.languages, start_timeout_s=self.config.start_timeout_s)
 
     # -- slots -----------------------------------------------------------------------------------
     def _start_slot(self, index: int) -> SlotHandle:
@@ -325,8 +392,8 @@ class DockerExecutor:
 
         def prepare(request: ExecutionRequest) -> None:
             """The container's memory cgroup for this request (a ~25 ms API call, only when it changes)."""
-            compiled = bool(resolve_language(request.language, self.config.languages).compile)
-            wanted = self.config.container_memory_mb(request.limits, compiled)
+            language = resolve_language(request.language, self.languages)
+            wanted = self.config.container_memory_mb(request.limits, language)
             if wanted == memory[0]:
                 return
             try:
@@ -375,6 +442,15 @@ class DockerExecutor:
     @property
     def hellos(self) -> list[dict]:
         return self._pool.hellos
+
+    @property
+    def compile_cache(self):
+        """Compile failures answered without starting a compiler (hits, misses): sandbox/compile_cache.py."""
+        return self._pool.compile_cache
+
+    def language_versions(self) -> dict[str, str]:
+        """Language name -> its toolchain's version in the runner image (recorded when it was built)."""
+        return dict(self._versions)
 
     def execute(self, request: ExecutionRequest, cancel: Cancellation | None = None) -> ExecutionResult:
         return self._pool.execute(request, cancel)

@@ -2,8 +2,9 @@
 
 The engine is started if none answers (``scripts/system_setup.sh``: installs
 docker.io when root and missing, starts ``dockerd`` in the background and leaves
-it running), the runner image is built once per machine (cached by tag; a fresh
-build is a debootstrap, a minute or two). Without any way to get an engine the
+it running), the runner image of the ``SANDBOX_LANGUAGES`` set (default core) is built
+once per machine (cached by tag; a fresh build is a debootstrap: one to three minutes for
+core, ten to twelve for all; ``make test`` builds it before pytest starts). Without any way to get an engine the
 tests skip with the reason, except under ``SANDBOX_REQUIRE_DOCKER=1`` (set by
 ``.ci/run``), where they fail: CI must run them for real.
 """
@@ -52,7 +53,7 @@ def _unavailable(reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def docker_runner_image() -> str:
-    """The runner image tag, built if missing (once per machine)."""
+    """The runner image tag of the ``SANDBOX_LANGUAGES`` set, built if missing (once per machine)."""
     client, reason = _engine_client()
     if client is None:
         _unavailable(reason)

@@ -250,3 +250,15 @@ def test_close_removes_every_container(docker_runner_image):
     ids = executor.container_ids()
     executor.close()
     assert not _wait_until_gone(docker.from_env(), ids)
+
+
+def test_files_in_fetch_files_out_and_args_in_a_container(docker_executor):
+    """Container mode has no shared scratch: a compiled program's steps share a holder's directory."""
+    code = ('#include <fstream>\n#include <iostream>\nint main(int n, char** v) { std::ifstream f("in.txt");'
+            ' long x; f >> x; std::cout << x * 2 << " " << v[1] << std::endl; std::ofstream("out.txt") << "made"; }\n')
+    request = ExecutionRequest(code=code, style=Style.STDIO, language="cpp", limits=Limits(wall_s=20, cpu_s=20),
+                               cases=(Case(stdin="", expected_stdout="42 arg\n"),) * 2, files={"in.txt": b"21"},
+                               fetch_files=("out.txt",), args=("arg",))
+    result = docker_executor.execute(request)
+    assert result.verdict is Verdict.ACCEPTED, result.error
+    assert result.files == {"out.txt": b"made"} and result.compile.exit_code == 0

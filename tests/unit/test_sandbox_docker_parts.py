@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
 import time
@@ -9,8 +10,17 @@ import time
 import pytest
 
 from reward_core.sandbox_contract import Limits
-from sandbox.docker_backend import ZYGOTE_CAPS, AttachTransport, DockerConfig, container_settings
-from sandbox.docker_image import BaseRecipe, debian_mirror, runner_tag, runtime_digest
+from sandbox import docker_backend
+from sandbox.docker_backend import ZYGOTE_CAPS, AttachTransport, DockerConfig, container_settings, image_language_table
+from sandbox.docker_image import (
+    LANGUAGES_LABEL,
+    BaseRecipe,
+    debian_mirror,
+    language_selection,
+    runner_tag,
+    runtime_digest,
+)
+from sandbox.languages import BUILTIN_LANGUAGES, LanguageTable
 from sandbox.zygote_client import ZygoteDied, ZygoteTimeout
 
 
@@ -121,7 +131,75 @@ def test_the_supervisor_gets_a_uid_of_its_own():
 def test_container_memory_follows_the_execution_limits():
     config = DockerConfig(memory_slack_mb=100, compile_memory_mb=512)
     assert config.container_memory_mb(Limits(memory_mb=256, scratch_mb=32)) == 388
-    assert config.container_memory_mb(Limits(memory_mb=256, scratch_mb=32), compiled=True) == 644
+    assert config.container_memory_mb(Limits(memory_mb=256, scratch_mb=32), BUILTIN_LANGUAGES["cpp"]) == 644
+
+
+def test_container_memory_is_raised_to_the_languages_floor():
+    config = DockerConfig(memory_slack_mb=100, compile_memory_mb=512)
+    kotlin = BUILTIN_LANGUAGES["kotlin_script"]                 # interpreted, but a JVM: min_memory_mb 768
+    assert config.container_memory_mb(Limits(memory_mb=64, scratch_mb=32), kotlin) == kotlin.min_memory_mb + 132
+    assert config.container_memory_mb(Limits(memory_mb=64, scratch_mb=32), BUILTIN_LANGUAGES["python"]) == 196
+
+
+# -- language sets and the image's record -------------------------------------------------------------
+def test_a_language_set_has_one_spelling_and_one_tag(monkeypatch):
+    monkeypatch.delenv("SANDBOX_LANGUAGES", raising=False)
+    assert language_selection(None) == "core" and language_selection("python,c") == "core"
+    assert language_selection("java,go") == language_selection("go, java,python") == "go,java"
+    assert BaseRecipe.for_languages("java,go").tag == BaseRecipe.for_languages("go,java").tag
+    monkeypatch.setenv("SANDBOX_LANGUAGES", "all")
+    assert BaseRecipe.for_languages().languages == "all"
+    with pytest.raises(ValueError, match="unknown language 'cobol'"):
+        language_selection("cobol")
+
+
+def test_each_set_installs_its_languages_packages_and_has_its_own_tag():
+    core, everything = BaseRecipe.for_languages("core"), BaseRecipe.for_languages("all")
+    assert {"python3", "g++", "gcc"} <= set(core.packages) and "golang-go" not in core.packages
+    assert {"golang-go", "openjdk-17-jdk-headless", "jest", "rustc"} <= set(everything.packages)
+    assert "golang-go" in BaseRecipe.for_languages("go").packages
+    assert len({core.tag, everything.tag, BaseRecipe.for_languages("go").tag, BaseRecipe().tag}) == 4
+    assert runner_tag(core) != runner_tag(everything)
+
+
+class _FakeImages:
+    def __init__(self, labels: dict) -> None:
+        self.labels = labels
+
+    def get(self, tag: str):
+        return self
+
+
+class _FakeClient:
+    def __init__(self, record: dict) -> None:
+        self.images = _FakeImages({LANGUAGES_LABEL: json.dumps(record)})
+
+
+def _record(*names: str) -> dict:
+    tools = {t: False for lang in BUILTIN_LANGUAGES.values() for t in lang.required_tools()}
+    tools.update({t: True for n in names for t in BUILTIN_LANGUAGES[n].required_tools()})
+    return {"set": "core", "tools": tools, "languages": {n: f"{n} 1.0" for n in names}}
+
+
+def test_languages_come_from_the_images_record_not_from_this_host():
+    table, versions = image_language_table(_FakeClient(_record("python", "cpp", "bash")), "runner:x")
+    assert {lang.name for lang in table.available()} >= {"python", "cpp", "bash"}
+    assert "go" in table.unavailable and "c" in table.unavailable
+    assert table.unavailable["go"].startswith("not in the runner image runner:x (built with SANDBOX_LANGUAGES=core)")
+    assert "SANDBOX_LANGUAGES=go" in table.unavailable["go"]         # how to get an image that has it
+    assert versions["python"] == "python 1.0" and "go" not in versions
+
+
+def test_a_hosts_missing_toolchain_does_not_hide_a_language_the_image_has(monkeypatch):
+    def no_go_here(lang):                 # this host's probe: no Go toolchain
+        return "go not found on /usr/bin" if lang.name == "go" else ""
+
+    monkeypatch.setattr(docker_backend, "host_probe", no_go_here)
+    host = LanguageTable(BUILTIN_LANGUAGES.values()).with_probe(no_go_here)
+    host.unavailable["python"] = "not enabled on this server"
+    table, _ = image_language_table(_FakeClient(_record("python", "go")), "runner:x", host)
+    assert "go" not in table.unavailable
+    assert table.unavailable["python"] == "not enabled on this server"    # a server's own restriction stays
 
 
 def test_config_rejects_nonsense_with_the_field_name():
