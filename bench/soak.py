@@ -100,7 +100,7 @@ def client_loop(idx: int, endpoint: str, args: argparse.Namespace, ledger: Ledge
 
 def wait_ready(endpoint: str, server, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
-    with RewardClient(endpoint, timeout_s=5.0) as client:
+    with RewardClient(endpoint, timeout_s=5.0, connect_timeout_s=None) as client:   # a server still starting
         while True:
             if server.poll() is not None:
                 raise RuntimeError(f"the reward server exited with {server.returncode} while starting")

@@ -60,7 +60,10 @@ class SandboxServerConfig:
     port: int = field(default=50053, metadata={"help": "port to bind; 0 picks a free one"})
     backend: str = field(default="process", metadata={"help": "process (bwrap sandboxes) or docker (containers)"})
     workers: int = field(default=0, metadata={"help": "programs run at once (sandbox slots); 0: the CPUs available"})
-    languages: str = field(default="", metadata={"help": "YAML file of extra languages (see sandbox/languages.py)"})
+    # Not "languages": its environment variable would be SANDBOX_LANGUAGES, the language *set* of
+    # scripts/system_setup.sh and the runner image (core|all|a,b), a different thing.
+    languages_file: str = field(default="", metadata={
+        "help": "YAML or TOML file of extra or overriding languages (see sandbox/languages.toml)"})
     limits: RequestLimits = nested(RequestLimits)  # the caps on what a call may ask: --max-batch, ...
     max_message_mb: int = field(default=64, metadata={"help": "largest request/response message"})
     max_connection_age_s: float = field(default=DEFAULT_MAX_CONNECTION_AGE_S, metadata={
@@ -95,7 +98,7 @@ class SandboxServerConfig:
         return {}
 
     def language_table(self) -> dict[str, Language]:
-        return load_languages(self.languages or None)
+        return load_languages(self.languages_file or None)
 
 
 class SandboxServer:
@@ -176,8 +179,8 @@ def create_server(config: SandboxServerConfig, executor: Executor | None = None)
 def serve(config: SandboxServerConfig) -> None:
     """Runs until SIGTERM/SIGINT, then drains gracefully."""
     logger.info("starting sandbox server with config %s", asdict(config))
+    stop = stop_on_signals()     # first: a SIGTERM that arrives while the server starts still drains it
     server = create_server(config)
-    stop = stop_on_signals()
     logger.info("sandbox server listening on %s: %s backend, %d programs at once, languages %s; %s",
                 server.address, config.backend, config.concurrency, sorted(config.language_table()),
                 server.security.describe())

@@ -58,7 +58,7 @@ from typing import Any
 
 import grpc
 
-from reward_core.clients import RewardClient
+from reward_core.clients import RewardClient, ServerUnavailable
 from reward_core.contract import RolloutResult, RolloutStatus, group_stats
 
 logger = logging.getLogger(__name__)
@@ -186,13 +186,17 @@ class RewardServiceReward:
         return rollouts, groups
 
     def score(self, rollouts: list[dict]) -> list[RolloutResult]:
-        """Results in input order; a call that fails as a whole comes back as every rollout unscored."""
+        """Results in input order; a call that fails as a whole (the server went away, an RPC error)
+        comes back as every rollout unscored. An endpoint that never answered raises EndpointUnreachable
+        at the first call: a run pointed at the wrong address stops at once, saying why."""
         try:
             return self.client.score(rollouts)
-        except grpc.RpcError as exc:
+        except (grpc.RpcError, ServerUnavailable) as exc:
+            details = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
+            code = exc.code() if isinstance(exc, grpc.RpcError) else "UNAVAILABLE"
             logger.warning("reward %r: scoring %d completions failed as a whole (%s: %s); they count as unscored",
-                           self.__name__, len(rollouts), exc.code(), exc.details())
-            return [RolloutResult(r["id"], RolloutStatus.ERROR, error=f"request failed: {exc.details()}",
+                           self.__name__, len(rollouts), code, details)
+            return [RolloutResult(r["id"], RolloutStatus.ERROR, error=f"request failed: {details}",
                                   task=r["task"], group_id=r["group_id"]) for r in rollouts]
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:

@@ -147,8 +147,8 @@ def create_rm_server(config: RewardModelServerConfig, *, wait_ready: bool = True
 def serve_rm(config: RewardModelServerConfig) -> None:
     """Runs until SIGTERM/SIGINT, then drains gracefully; raises CheckpointError if the first load fails."""
     logger.info("starting reward-model server with config %s", asdict(config))
+    stop = stop_on_signals()     # first: a SIGTERM that arrives while the server starts still drains it
     server = create_rm_server(config, wait_ready=False)
-    stop = stop_on_signals()
     logger.info("reward-model server listening on %s; loading %s; %s; Reload root %s; /metrics %s", server.address,
                 config.checkpoint, server.security.describe(), config.reload_root(),
                 f"on {config.metrics_host or config.host}:{server.metrics.port}" if server.metrics.port else "off")

@@ -176,8 +176,8 @@ def watch_parent(stop: threading.Event, interval_s: float = PARENT_CHECK_S) -> t
 def serve(config: ServerConfig) -> None:
     """Runs until SIGTERM/SIGINT (or, with ``exit_with_parent``, its parent's death), then drains."""
     logger.info("starting reward server with config %s", asdict(config))
+    stop = stop_on_signals()     # first: a SIGTERM that arrives while the server starts still drains it
     server = create_server(config)
-    stop = stop_on_signals()
     if config.exit_with_parent:
         watch_parent(stop)
     logger.info("reward server listening on %s with tasks %s; %s", server.address, server.scorer.registry.names(),

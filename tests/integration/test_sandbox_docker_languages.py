@@ -23,16 +23,23 @@ from dataclasses import replace
 
 import pytest
 
-from reward_core.sandbox_contract import CaseOutcome, ExecutionRequest, ExecutionResult, UnsupportedLanguage, Verdict
+from reward_core.sandbox_contract import ExecutionRequest, ExecutionResult, UnsupportedLanguage
 from sandbox.docker_image import LANGUAGES_LABEL, BaseRecipe, image_languages
 from sandbox.languages import BUILTIN_LANGUAGES
-from tests.integration.test_sandbox_languages import params, requests_for, show, stdio
+from tests.integration.test_sandbox_languages import (  # noqa: F401 - collected here, on the docker backend
+    requests_for,
+    stdio,
+    test_a_compile_error_is_compile_error_with_the_compilers_message,
+    test_a_failing_program_is_a_runtime_error,
+    test_a_failing_test_file_is_a_runtime_error,
+    test_a_passing_test_file_exits_zero,
+    test_a_program_without_stdin_prints_its_answer,
+    test_a_stdin_program_passes_under_limits_that_fit_python,
+    test_an_endless_loop_times_out,
+)
 from tests.language_programs import (
-    COMPILE_ERROR,
     DOUBLE,
-    ENDLESS,
     FIXED_OUTPUT,
-    RUNTIME_ERROR,
     TEST_FILES,
     require_language,
 )
@@ -92,53 +99,9 @@ def test_a_language_the_image_lacks_is_unsupported_naming_the_image_and_its_set(
         executor.execute(stdio("println(1)", "julia", [("", "1\n")]))
 
 
-# -- per language ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("language", params(DOUBLE))
-def test_a_stdin_program_passes_under_limits_that_fit_python(results, language):
-    r = results(language, "double")
-    assert r.verdict is Verdict.ACCEPTED, show(r)
-    assert r.backend == "docker"
-    assert [t.outcome for t in r.tests] == [CaseOutcome.PASSED] * 2
-    assert r.stderr == ""
-
-
-@pytest.mark.parametrize("language", params(COMPILE_ERROR))
-def test_a_compile_error_is_compile_error_with_the_compilers_message(results, language):
-    r = results(language, "compile_error")
-    assert r.verdict is Verdict.COMPILE_ERROR, show(r)
-    assert COMPILE_ERROR[language][1] in r.error, show(r)
-    assert [t.outcome for t in r.tests] == [CaseOutcome.NOT_RUN]
-
-
-@pytest.mark.parametrize("language", params(RUNTIME_ERROR))
-def test_a_failing_program_is_a_runtime_error(results, language):
-    r = results(language, "runtime_error")
-    assert r.verdict is Verdict.RUNTIME_ERROR, show(r)
-    assert r.exit_code not in (0, None) or r.signal is not None, show(r)
-
-
-@pytest.mark.parametrize("language", params(ENDLESS))
-def test_an_endless_loop_times_out(results, language):
-    r = results(language, "endless")
-    assert r.verdict is Verdict.TIMEOUT, show(r)
-
-
-@pytest.mark.parametrize("language", params(TEST_FILES))
-def test_a_passing_test_file_exits_zero(results, language):
-    r = results(language, "tests_pass")
-    assert r.exit_code == 0 and r.verdict in (Verdict.ACCEPTED, Verdict.WRONG_ANSWER), show(r)
-
-
-@pytest.mark.parametrize("language", params(TEST_FILES))
-def test_a_failing_test_file_is_a_runtime_error(results, language):
-    r = results(language, "tests_fail")
-    assert r.verdict is Verdict.RUNTIME_ERROR and r.exit_code not in (0, None), show(r)
-
-
-@pytest.mark.parametrize("language", params(FIXED_OUTPUT))
-def test_a_program_without_stdin_prints_its_answer(results, language):
-    r = results(language, "fixed_output")
-    assert r.verdict is Verdict.ACCEPTED, show(r)
+# -- per language: the process backend's tests, collected here with this module's ``results`` ----------
+def test_results_come_from_the_docker_backend(results):
+    assert results("python", "double").backend == "docker"
 
 
 def test_every_language_with_a_package_is_covered_here():

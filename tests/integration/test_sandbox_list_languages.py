@@ -50,7 +50,7 @@ def languages_file(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def server(languages_file):
-    server = create_server(SandboxServerConfig(port=0, workers=1, grace_s=0, languages=languages_file))
+    server = create_server(SandboxServerConfig(port=0, workers=1, grace_s=0, languages_file=languages_file))
     yield server
     server.stop(0)
 

@@ -15,6 +15,9 @@ import math
 
 import pytest
 
+from reward_core.clients import EndpointUnreachable
+from reward_core.ports import free_port
+from tests.integration.conftest import start_server
 from trainer_client.trl_adapter import NothingScoredError, RewardServiceReward
 
 
@@ -89,10 +92,22 @@ def test_nothing_scored_can_be_returned_as_all_none(reward_server):
         assert _call(reward, ["#### 4", "#### 4"], ["no_such_task"] * 2) == [None, None]
 
 
-def test_a_failed_request_counts_as_unscored():
-    with RewardServiceReward("127.0.0.1:1", timeout_s=1.0, fail_when_nothing_scored=False) as reward:
-        assert _call(reward, ["#### 4", "#### 4"], ["gsm8k"] * 2) == [None, None]
-    assert all(r.status.name == "ERROR" and "request failed" in r.error for r in reward.last_results)
+def test_an_unreachable_endpoint_stops_the_run_at_the_first_call():
+    with RewardServiceReward(f"127.0.0.1:{free_port()}", timeout_s=600, fail_when_nothing_scored=False) as reward:
+        with pytest.raises(EndpointUnreachable, match="connection refused"):
+            _call(reward, ["#### 4"], ["gsm8k"])
+
+
+def test_a_request_that_fails_once_connected_counts_as_unscored():
+    server = start_server()
+    try:
+        with RewardServiceReward(server.address, timeout_s=60, fail_when_nothing_scored=False) as reward:
+            assert _call(reward, ["#### 4", "#### 5"], ["gsm8k"] * 2) == [1.0, 0.0]
+            server.stop(0)                                  # the only server goes away mid-run
+            assert _call(reward, ["#### 4", "#### 4"], ["gsm8k"] * 2) == [None, None]
+        assert all(r.status.name == "ERROR" and "request failed" in r.error for r in reward.last_results)
+    finally:
+        server.stop(0)
 
 
 # --- TRL's GRPOTrainer, a few steps -------------------------------------------------------------

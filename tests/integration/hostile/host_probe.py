@@ -271,8 +271,13 @@ class HostProbe:
         return self.listeners.count()
 
     # -- checks ---------------------------------------------------------------------------------------
-    def leaks(self, before: Snapshot, listener_mark: int, wait_s: float = 3.0) -> list[str]:
-        """Everything that leaked since ``before``; polls up to ``wait_s`` for transient state to clear."""
+    def leaks(self, before: Snapshot, listener_mark: int, wait_s: float = 20.0) -> list[str]:
+        """Everything that leaked since ``before``; polls up to ``wait_s`` for transient state to clear.
+
+        Returns as soon as nothing is found, so the wait costs only when something is. It is long because
+        a memory cgroup may take seconds to hand back what a killed multi-GB JVM touched (seen with a
+        container's second JVM under load: MemAvailable 0.6-0.9 GB low for ~8 s, back by the next run).
+        """
         deadline = time.monotonic() + wait_s
         while True:
             found = self._leaks_now(before, listener_mark)
