@@ -149,6 +149,12 @@ def _training_command(parser: argparse.ArgumentParser, section: str, example: st
         if args.print_config:
             print(config_api.to_yaml(config), end="")
             return 0
+        from trainer_client.preflight import preflight
+
+        try:  # before torch loads: a wrong model path or endpoint is said in seconds
+            preflight(config)
+        except USER_ERRORS as exc:
+            raise CliError(str(exc)) from exc
         train, errors = load_trainer()
         # SIGTERM unwinds like Ctrl-C, so the embedded reward server is stopped too.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
