@@ -16,7 +16,7 @@ import asyncio
 import functools
 import logging
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -151,8 +151,12 @@ class AioServerShell:
 
     def __init__(self, name: str, services: Sequence[tuple[pb_descriptor.ServiceDescriptor, Any]],
                  security: ServerSecurity, host: str, port: int, options: Sequence[tuple[str, Any]],
-                 max_request_mb: int = 0, serving: bool = True) -> None:
+                 max_request_mb: int = 0, serving: bool = True,
+                 service_health: Mapping[str, bool] | None = None) -> None:
         self.name = name
+        # Named health entries (e.g. per task) set before the overall status turns SERVING, so a
+        # caller that saw SERVING never finds one of them missing.
+        self._service_health = dict(service_health or {})
         self._serving_at_start = serving  # False: NOT_SERVING until set_health(True) (e.g. a model loads)
         self._max_request_bytes = max_request_mb * 1024 * 1024
         if max_request_mb:  # gRPC takes up to twice the limit, so the handler can name the limit itself
@@ -180,6 +184,9 @@ class AioServerShell:
         reflection.enable_server_reflection((*names, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
         bound = self._security.bind(self.server, host, port)
         await self.server.start()
+        for service_name, serving in self._service_health.items():
+            await self.health.set(service_name, health_pb2.HealthCheckResponse.SERVING if serving
+                                  else health_pb2.HealthCheckResponse.NOT_SERVING)
         status = (health_pb2.HealthCheckResponse.SERVING if self._serving_at_start
                   else health_pb2.HealthCheckResponse.NOT_SERVING)
         for service_name in ("", *names):

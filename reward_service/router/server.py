@@ -60,15 +60,14 @@ class RewardServer:
         self.sandbox_servicer = self._sandbox_servicer() if config.serve_sandbox else None
         if self.sandbox_servicer is not None:
             services.append((SANDBOX_SERVICE, self.sandbox_servicer))
+        # Health per task (``<service>/task/<name>``): a task whose plugin failed to load is NOT_SERVING.
+        task_health = {task_health_name(name): True for name in scorer.registry.names()}
+        task_health.update({task_health_name(name): False for name in scorer.registry.plugin_failures})
         self.shell = AioServerShell("reward", services, self.security, config.host,
-                                    config.port, config.grpc_options(), max_request_mb=config.max_message_mb)
+                                    config.port, config.grpc_options(), max_request_mb=config.max_message_mb,
+                                    service_health=task_health)
         self.port = self.shell.port
         self._stopped = False
-        # Health per task (``<service>/task/<name>``): a task whose plugin failed to load is NOT_SERVING.
-        for name in scorer.registry.names():
-            self.shell.set_service_health(task_health_name(name), True)
-        for name in scorer.registry.plugin_failures:
-            self.shell.set_service_health(task_health_name(name), False)
         if config.metrics_port:
             self.metrics.serve_http(config.metrics_port, config.metrics_host or config.host)
 
