@@ -11,10 +11,14 @@ on one executor of ``--workers`` slots (concurrency 2 by default):
   language): ``--submissions`` executions -> executions/s, and the compile step's time (the
   result's ``compile.wall_s``, else its wall time minus its cases');
 * **peak MB**: the largest peak RSS the results report (the program, or its compiler), i.e. the
-  memory one slot needs for this language.
+  memory one slot needs for this language;
+* **resubmitted** (compiled languages): the same submissions sent again, identical: executions/s and
+  the compile-cache **hit rate** (the share whose ``compile.cached`` is set: no compiler ran,
+  sandbox/compile_artifacts.py). ``compiles/subm`` counts the compiler runs per submission over both
+  batches (1.0 first, 0.0 resubmitted: 0.5 when the cache works).
 
-Every program's source is unique per execution (trailing newlines), so a compile cache cannot hide
-the compile. Every result must be ACCEPTED (else the language's row says how many were not, and
+Every program's source is unique per round (trailing newlines), so the cache cannot hide the first
+compile. Every result must be ACCEPTED (else the language's row says how many were not, and
 the first error). Languages take turns, for ``--repeats`` rounds (a round runs every language's
 hello and submission batch once), so that other work on this machine's shared CPUs slows them
 alike; the figures are the median over rounds, and the ratios are to Python's.
@@ -52,6 +56,11 @@ class Figures:
     submission_rate: list[float] = field(default_factory=list)
     compile_s: list[float] = field(default_factory=list)
     peak_mb: float = 0.0
+    resubmit_rate: list[float] = field(default_factory=list)
+    resubmits: int = 0
+    cache_hits: int = 0
+    compiles: int = 0
+    submissions: int = 0
     failures: int = 0
     first_error: str = ""
 
@@ -95,6 +104,12 @@ def run_round(executor: Executor, languages: Sequence[str], compiled: dict[str, 
         figures[name].submission_rate.append(rate)
         if compiled[name]:
             figures[name].compile_s.extend(compile_seconds(r) for r in results if r.passed)
+            rate, again = timed_batch(executor, subs, figures[name])    # the same sources: the cache answers
+            figures[name].resubmit_rate.append(rate)
+            figures[name].resubmits += len(again)
+            figures[name].cache_hits += sum(bool(r.compile and r.compile.cached) for r in again)
+            figures[name].submissions += len(results) + len(again)
+            figures[name].compiles += sum(bool(r.compile and not r.compile.cached) for r in results + again)
 
 
 def report(languages: Sequence[str], compiled: dict[str, bool], figures: dict[str, Figures],
@@ -109,14 +124,19 @@ def report(languages: Sequence[str], compiled: dict[str, bool], figures: dict[st
           f"{args.submissions} executions of {CASES} cases; median of {args.repeats} interleaved rounds; "
           f"{os.cpu_count()} CPUs ==")
     print(f"{'language':<15}{'compiled':>9}{'hello/s':>10}{'x python':>10}{'subm/s':>10}{'x python':>10}"
-          f"{'compile s':>11}{'peak MB':>9}  notes")
+          f"{'compile s':>11}{'peak MB':>9}{'resub/s':>9}{'hit rate':>9}{'compiles/subm':>14}  notes")
     for name in languages:
         f = figures[name]
         hello, sub = med(f.hello_rate), med(f.submission_rate)
         compile_s = f"{med(f.compile_s):>11.2f}" if compiled[name] else f"{'-':>11}"
+        if compiled[name] and f.resubmits:
+            cache = (f"{med(f.resubmit_rate):>9.2f}{f.cache_hits / f.resubmits:>9.0%}"
+                     f"{f.compiles / max(1, f.submissions):>14.2f}")
+        else:
+            cache = f"{'-':>9}{'-':>9}{'-':>14}"
         note = f"{f.failures} not accepted (first: {f.first_error})" if f.failures else ""
         print(f"{name:<15}{'yes' if compiled[name] else 'no':>9}{hello:>10.1f}{hello / base_hello:>10.2f}"
-              f"{sub:>10.2f}{sub / base_sub:>10.2f}{compile_s}{f.peak_mb:>9.0f}  {note}")
+              f"{sub:>10.2f}{sub / base_sub:>10.2f}{compile_s}{f.peak_mb:>9.0f}{cache}  {note}")
 
 
 def chosen_languages(table: LanguageTable, selection: str) -> tuple[list[str], list[str]]:

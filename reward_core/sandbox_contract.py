@@ -253,6 +253,9 @@ class CompileResult:
     wall_s: float = 0.0
     timed_out: bool = False                # compile_wall_s ran out
     signal: int | None = None              # the signal that ended it, if any
+    #: Answered from the sandbox's compile-artifact cache (sandbox/compile_artifacts.py): the compiler did
+    #: not run; stdout/stderr are the first compile's, wall_s is 0.
+    cached: bool = False
 
     @property
     def ok(self) -> bool:

@@ -213,7 +213,7 @@ def result_to_proto(result: ExecutionResult) -> pb.ExecutionResult:
 
 def compile_to_proto(step: CompileResult) -> pb.CompileResult:
     msg = pb.CompileResult(stdout=utf8_safe(step.stdout), stderr=utf8_safe(step.stderr), wall_s=step.wall_s,
-                           timed_out=step.timed_out)
+                           timed_out=step.timed_out, cached=step.cached)
     if step.exit_code is not None:
         msg.exit_code = step.exit_code
     if step.signal is not None:
@@ -224,7 +224,7 @@ def compile_to_proto(step: CompileResult) -> pb.CompileResult:
 def compile_from_proto(msg: pb.CompileResult) -> CompileResult:
     return CompileResult(exit_code=msg.exit_code if msg.HasField("exit_code") else None, stdout=msg.stdout,
                          stderr=msg.stderr, wall_s=msg.wall_s, timed_out=msg.timed_out,
-                         signal=msg.signal if msg.HasField("signal") else None)
+                         signal=msg.signal if msg.HasField("signal") else None, cached=msg.cached)
 
 
 def result_from_proto(msg: pb.ExecutionResult) -> ExecutionResult:

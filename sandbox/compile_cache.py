@@ -12,9 +12,8 @@ Only deterministic failures are stored: the compiler exited non-zero by itself (
 timeout, no signal, no outside kill), so a compile that failed because the machine was busy is
 tried again next time. STDIO requests only (the style with a compile step; a Python syntax error
 on the fast path counts), and not when the request fetches files (their contents after a failed
-compile are not cached). Successful compiles are not cached: the binary lives only inside the
-sandbox's scratch directory for one execution, and carrying it out and back in would make the
-host hold and re-inject program-made binaries.
+compile are not cached). Successful compiles have a cache of their own, on disk, with their
+artifacts (compile_artifacts.py): read back right after the compile step, before the program runs.
 
 Thread-safe; ``hits`` and ``misses`` count lookups of cacheable requests.
 """

@@ -89,6 +89,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult, Limits, SandboxUnavailable
+from sandbox.compile_artifacts import DEFAULT_ENTRIES as ARTIFACT_ENTRIES
+from sandbox.compile_artifacts import DEFAULT_MAX_MB as ARTIFACT_MAX_MB
+from sandbox.compile_artifacts import ArtifactCache
 from sandbox.docker_image import (
     LABEL,
     LANGUAGES_ENV,
@@ -137,6 +140,11 @@ class DockerConfig:
     #: The image's language set when ``image`` is None (SANDBOX_LANGUAGES=core|all|python,go,...):
     #: None means $SANDBOX_LANGUAGES, else core. Each set is its own image (sandbox/docker_image.py).
     language_set: str | None = None
+    #: Successful compiles kept on the host (sandbox/compile_artifacts.py), keyed with the image's toolchain
+    #: versions: a directory ("": a private temporary one, removed on close), its bounds (0: no caching).
+    compile_cache_dir: str = ""
+    compile_cache_mb: int = ARTIFACT_MAX_MB
+    compile_cache_entries: int = ARTIFACT_ENTRIES
 
     def __post_init__(self) -> None:
         for name in ("concurrency", "memory_slack_mb", "compile_memory_mb", "cpus", "pids_limit", "tmpfs_mb",
@@ -344,8 +352,12 @@ class DockerExecutor:
         log.info("docker sandbox: %s, image %s, %d containers (removed %d left by dead processes), languages: %s",
                  self.executor_id, self.image, self.config.concurrency, removed,
                  ", ".join(lang.name for lang in self.languages.available()))
+        artifacts = ArtifactCache(self.config.compile_cache_dir or None, self.config.compile_cache_mb << 20,
+                                  self.config.compile_cache_entries)
         self._pool = SlotPool(self.config.concurrency, self._start_slot, backend=self.name,
-                              languages=self.languages, start_timeout_s=self.config.start_timeout_s)
+                              languages=self.languages, start_timeout_s=self.config.start_timeout_s,
+                              artifact_cache=artifacts,
+                              toolchain_version=lambda lang: self._versions.get(lang.name, ""))
 
     # -- slots -----------------------------------------------------------------------------------
     def _start_slot(self, index: int) -> SlotHandle:
@@ -447,6 +459,11 @@ class DockerExecutor:
     def compile_cache(self):
         """Compile failures answered without starting a compiler (hits, misses): sandbox/compile_cache.py."""
         return self._pool.compile_cache
+
+    @property
+    def artifact_cache(self) -> ArtifactCache | None:
+        """Successful compiles answered without a compiler (hits, misses, bytes): sandbox/compile_artifacts.py."""
+        return self._pool.artifact_cache
 
     def language_versions(self) -> dict[str, str]:
         """Language name -> its toolchain's version in the runner image (recorded when it was built)."""

@@ -46,7 +46,8 @@ LANGUAGE_SETS = ("core", "all")
 _KEYS = frozenset({"source_file", "compile", "run", "version", "packages", "set", "aliases", "tools", "env",
                    "paths", "min_processes", "min_memory_mb", "min_open_files", "address_space_mb",
                    "python_fast_path",
-                   "class_pattern", "class_default", "install_hint", "test_framework", "npm_packages"})
+                   "class_pattern", "class_default", "install_hint", "test_framework", "npm_packages",
+                   "artifacts", "call_harness"})
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,14 @@ class Language:
     test_framework: bool = False
     #: npm packages that replace ``packages`` where node is not Debian's (scripts/language_packages.py).
     npm_packages: tuple[str, ...] = ()
+    #: What the compile step leaves in the scratch directory for the run (names, or top-level globs such
+    #: as ``*.class``): kept in the host's compile-artifact cache (sandbox/compile_artifacts.py). Empty:
+    #: a successful compile of this language is not cached.
+    artifacts: tuple[str, ...] = ()
+    #: FUNCTION_CALL tests in a language other than Python: code appended to the program that reads one
+    #: call (JSON ``{"args", "kwargs"}``) on stdin, calls ``{entry_point}`` and prints the returned value
+    #: as JSON after the marker line (sandbox/call_harness.py). Empty: function calls need Python.
+    call_harness: str = ""
 
     @property
     def compiled(self) -> bool:
@@ -173,7 +182,20 @@ def language_from_spec(name: str, spec: Mapping[str, Any], where: str = "") -> L
                     class_default=str(spec.get("class_default", "Main")),
                     install_hint=str(spec.get("install_hint", "")),
                     test_framework=bool(spec.get("test_framework", False)),
-                    npm_packages=_strings(spec.get("npm_packages"), f"{at}: npm_packages"), **ints)
+                    npm_packages=_strings(spec.get("npm_packages"), f"{at}: npm_packages"),
+                    artifacts=_artifacts(spec.get("artifacts"), at),
+                    call_harness=str(spec.get("call_harness", "")), **ints)
+
+
+def _artifacts(value: object, at: str) -> tuple[str, ...]:
+    """``artifacts``: relative names inside the scratch directory (a glob matches its top level only)."""
+    names = _strings(value, f"{at}: artifacts")
+    for name in names:
+        if not name or name.startswith("/") or any(part in ("", ".", "..") for part in name.split("/")) \
+                or (any(c in name for c in "*?[") and "/" in name):
+            raise InvalidExecutionRequest(f"{at}: artifact {name!r} must be a relative name without '.'/'..' "
+                                          "(a glob only at the top level)")
+    return names
 
 
 @lru_cache(maxsize=1)
@@ -272,9 +294,11 @@ def load_languages(path: str | Path | None = None, probe: Probe | None = host_pr
 
 def _merged(base: Language, new: Language, spec: Mapping[str, Any]) -> Language:
     """An override keeps the built-in's packages, set, version, aliases and test-framework flag unless it
-    gives its own."""
+    gives its own, and the built-in's artifacts unless it gives its own or another compile command."""
     keep = {k: getattr(base, k) for k in ("packages", "set", "version", "aliases", "test_framework", "npm_packages")
             if k not in spec}
+    if "artifacts" not in spec and "compile" not in spec:
+        keep["artifacts"] = base.artifacts
     return replace(new, **keep)
 
 

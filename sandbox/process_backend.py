@@ -51,7 +51,10 @@ from reward_core.sandbox_contract import (
     InvalidExecutionRequest,
     SandboxUnavailable,
 )
-from sandbox.languages import Language, load_languages
+from sandbox.compile_artifacts import DEFAULT_ENTRIES as ARTIFACT_ENTRIES
+from sandbox.compile_artifacts import DEFAULT_MAX_MB as ARTIFACT_MAX_MB
+from sandbox.compile_artifacts import ArtifactCache
+from sandbox.languages import Language, host_version, load_languages
 from sandbox.slot_cgroups import IN_SANDBOX as CGROUP_IN_SANDBOX
 from sandbox.slot_cgroups import SlotCgroups
 from sandbox.slot_pool import SlotPool
@@ -94,6 +97,11 @@ class ProcessSandboxConfig:
     max_processes: int = 1024
     #: The supervisor's own memory cgroup (it decodes what programs return and runs the check code).
     supervisor_memory_mb: int = 1024
+    #: Successful compiles kept on the host (sandbox/compile_artifacts.py): a directory ("" : a private
+    #: temporary one, removed on close), its bounds (0 MB or 0 entries: no caching).
+    compile_cache_dir: str = ""
+    compile_cache_mb: int = ARTIFACT_MAX_MB
+    compile_cache_entries: int = ARTIFACT_ENTRIES
 
     def __post_init__(self) -> None:
         for name in ("max_memory_mb", "max_processes", "supervisor_memory_mb"):
@@ -295,8 +303,11 @@ class ProcessExecutor:
                                    max_memory_mb=self.config.max_memory_mb, max_processes=self.config.max_processes)
         try:
             self.languages = table
+            artifacts = ArtifactCache(self.config.compile_cache_dir or None, self.config.compile_cache_mb << 20,
+                                      self.config.compile_cache_entries)
             self.pool = SlotPool(concurrency, self._start_slot, backend=self.name, languages=table,
-                                 start_timeout_s=self.config.start_timeout_s)
+                                 start_timeout_s=self.config.start_timeout_s, artifact_cache=artifacts,
+                                 toolchain_version=lambda lang: host_version(lang.version) if lang.version else "")
         except BaseException:
             self.cgroups.remove()
             raise
@@ -331,6 +342,11 @@ class ProcessExecutor:
     def compile_cache(self):
         """Compile failures answered without starting a compiler (hits, misses): sandbox/compile_cache.py."""
         return self.pool.compile_cache
+
+    @property
+    def artifact_cache(self) -> ArtifactCache | None:
+        """Successful compiles answered without a compiler (hits, misses, bytes): sandbox/compile_artifacts.py."""
+        return self.pool.artifact_cache
 
     def _within_caps(self, request: ExecutionRequest) -> None:
         limits = getattr(request, "limits", None)

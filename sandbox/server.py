@@ -71,6 +71,11 @@ class SandboxServerConfig:
     grace_s: float = field(default=10.0, metadata={"help": "seconds in-flight calls get on SIGTERM"})
     metrics_port: int = field(default=0, metadata={"help": "Prometheus /metrics port (0: off)"})
     metrics_host: str = field(default="", metadata={"help": "address /metrics binds (empty: the --host)"})
+    compile_cache_dir: str = field(default="", metadata={
+        "help": "directory of successful compiles kept across executions and restarts (empty: a private "
+                "temporary one); sandbox/compile_artifacts.py"})
+    compile_cache_mb: int = field(default=512, metadata={"help": "megabytes of compiled artifacts kept (0: no cache)"})
+    compile_cache_entries: int = field(default=1024, metadata={"help": "compiles kept (0: no cache)"})
     security: ServerSecurityConfig = field(default_factory=ServerSecurityConfig)
 
     def __post_init__(self) -> None:
@@ -82,6 +87,8 @@ class SandboxServerConfig:
             raise ValueError(f"workers must be >= 0 (0: one per available CPU), got {self.workers}")
         if self.max_message_mb < 1:
             raise ValueError(f"max_message_mb must be >= 1, got {self.max_message_mb}")
+        if self.compile_cache_mb < 0 or self.compile_cache_entries < 0:
+            raise ValueError("compile_cache_mb and compile_cache_entries must be >= 0 (0: no compile cache)")
         if not 0 <= self.metrics_port <= 65535:
             raise ValueError(f"metrics_port must be in 0..65535 (0: off), got {self.metrics_port}")
         if self.grace_s < 0:
@@ -91,11 +98,14 @@ class SandboxServerConfig:
     def concurrency(self) -> int:
         return self.workers or available_cpus()
 
-    def executor_options(self) -> dict[str, int]:
-        """The backend's own caps, set to this server's (the process backend's zygote clamps to them)."""
+    def executor_options(self) -> dict[str, object]:
+        """The backend's own caps, set to this server's (the process backend's zygote clamps to them), and
+        the compile-artifact cache's place and bounds."""
+        cache = {"compile_cache_dir": self.compile_cache_dir, "compile_cache_mb": self.compile_cache_mb,
+                 "compile_cache_entries": self.compile_cache_entries}
         if self.backend == "process":
-            return {"max_memory_mb": self.limits.max_memory_mb, "max_processes": self.limits.max_processes}
-        return {}
+            return {"max_memory_mb": self.limits.max_memory_mb, "max_processes": self.limits.max_processes, **cache}
+        return cache
 
     def language_table(self) -> dict[str, Language]:
         return load_languages(self.languages_file or None)
@@ -114,6 +124,8 @@ class SandboxServer:
         self.servicer = SandboxServicer(executor, languages, config.limits, config.concurrency)
         if getattr(executor, "compile_cache", None) is not None:     # a local executor (not a remote one)
             self.servicer.metrics.watch_compile_cache(executor.compile_cache)
+        if getattr(executor, "artifact_cache", None) is not None:    # successful compiles (compile_artifacts.py)
+            self.servicer.metrics.watch_artifact_cache(executor.artifact_cache)
         self.metrics_endpoint = MetricsEndpoint(self.servicer.metrics.registry)
         try:
             if config.metrics_port:

@@ -15,6 +15,10 @@ Series:
     sandbox_cancelled_programs_total{stage}       queued (dropped) | running (killed)
     sandbox_compile_cache_lookups_total{result}   hit | miss: compile failures answered from the cache
                                                   (sandbox/compile_cache.py), when the executor has one
+    sandbox_compile_artifact_cache_lookups_total{result}  hit | miss: successful compiles answered from the
+                                                  on-disk cache without a compiler (sandbox/compile_artifacts.py)
+    sandbox_compile_artifact_cache_bytes          bytes of artifacts the cache holds
+    sandbox_compile_artifact_cache_entries        compiles the cache holds
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from reward_core.sandbox_contract import ExecutionRequest, ExecutionResult, LimitHit, Verdict
 
@@ -62,6 +66,10 @@ class SandboxMetrics:
         """Export an executor's compile-failure cache counters (anything with ``hits`` and ``misses``)."""
         self.registry.register(_CompileCacheCollector(cache))
 
+    def watch_artifact_cache(self, cache: object) -> None:
+        """Export an executor's compile-artifact cache (``hits``, ``misses``, ``bytes``, ``len()``)."""
+        self.registry.register(_ArtifactCacheCollector(cache))
+
     def language(self, name: str) -> str:
         return name if name in self.languages else OTHER
 
@@ -95,3 +103,21 @@ class _CompileCacheCollector:
         family.add_metric(["hit"], float(getattr(self.cache, "hits", 0)))
         family.add_metric(["miss"], float(getattr(self.cache, "misses", 0)))
         yield family
+
+
+class _ArtifactCacheCollector:
+    """The compile-artifact cache's counters and size, read at scrape time."""
+
+    def __init__(self, cache: object) -> None:
+        self.cache = cache
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        lookups = CounterMetricFamily("sandbox_compile_artifact_cache_lookups", "Compile-artifact cache lookups of "
+                                      "compiled programs: hit (no compiler ran) or miss", labels=["result"])
+        lookups.add_metric(["hit"], float(getattr(self.cache, "hits", 0)))
+        lookups.add_metric(["miss"], float(getattr(self.cache, "misses", 0)))
+        yield lookups
+        yield GaugeMetricFamily("sandbox_compile_artifact_cache_bytes", "Bytes of compile artifacts cached on disk",
+                                value=float(getattr(self.cache, "bytes", 0)))
+        yield GaugeMetricFamily("sandbox_compile_artifact_cache_entries", "Successful compiles cached on disk",
+                                value=float(len(self.cache)))  # type: ignore[arg-type]

@@ -24,7 +24,10 @@ callback and nothing else; the pool owns the rest:
   as further executions of this pool, once the program's slot is free again (checker.py);
 * compile failures -- a STDIO program whose identical source (same language, same files) failed
   to compile before is answered from a bounded cache without starting a compiler
-  (compile_cache.py; ``compile_cache`` counts hits and misses).
+  (compile_cache.py; ``compile_cache`` counts hits and misses);
+* compiled programs -- a STDIO program whose identical compile (language, toolchain version, source,
+  files) succeeded before is not compiled again: its artifacts come from a bounded on-disk cache and
+  are written into each case's scratch directory (compile_artifacts.py; ``artifact_cache``).
 
 Both backends use it: ``ProcessExecutor`` (process_backend.py) and the docker
 backend supply different ``start_slot`` callbacks.
@@ -32,26 +35,32 @@ backend supply different ``start_slot`` callbacks.
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult, SandboxUnavailable
+from sandbox import call_harness
 from sandbox.checker import run_checker, validate_checker
+from sandbox.compile_artifacts import ArtifactCache, CompiledArtifacts, artifact_key, collected
 from sandbox.compile_cache import CompileFailureCache, cache_key
 from sandbox.languages import Language
+from sandbox.runtime import scratch_files
 from sandbox.verdict import build_result, sandbox_error
-from sandbox.zygote_client import SlotHandle, ZygoteClient, ZygoteError, build_wire, validate_request
+from sandbox.zygote_client import SlotHandle, WireRequest, ZygoteClient, ZygoteError, build_wire, validate_request
 
 log = logging.getLogger(__name__)
 
 CANCELLED = "cancelled: the caller no longer wants this result (its call was cancelled or its deadline passed)"
 
 SlotStarter = Callable[[int], SlotHandle]
+#: A language's toolchain version where programs run ("" when unknown: its compiles are not cached).
+ToolchainVersion = Callable[[Language], str]
 
 
 @dataclass
@@ -71,10 +80,16 @@ class _Slot:
 
 
 class SlotPool:
-    """``size`` slots started by ``start_slot``; implements the Executor protocol's methods."""
+    """``size`` slots started by ``start_slot``; implements the Executor protocol's methods.
+
+    ``artifact_cache`` and ``toolchain_version`` (both or neither): successful compiles are cached
+    (compile_artifacts.py); the pool closes the cache with itself.
+    """
 
     def __init__(self, size: int, start_slot: SlotStarter, *, backend: str,
-                 languages: Mapping[str, Language] | None = None, start_timeout_s: float = 60.0) -> None:
+                 languages: Mapping[str, Language] | None = None, start_timeout_s: float = 60.0,
+                 artifact_cache: ArtifactCache | None = None, toolchain_version: ToolchainVersion | None = None,
+                 ) -> None:
         if size < 1:
             raise ValueError(f"concurrency must be >= 1, got {size}")
         self.size = size
@@ -92,6 +107,9 @@ class SlotPool:
         # checkers never hold the threads the checkers need (checker executions start no checker)
         self._checkers = concurrent.futures.ThreadPoolExecutor(size, thread_name_prefix=f"{backend}-checker")
         self.compile_cache = CompileFailureCache()
+        self.artifact_cache = artifact_cache if toolchain_version is not None else None
+        self._toolchain_version = toolchain_version
+        self._versions: dict[str, str] = {}
         self._slots = [_Slot(i) for i in range(size)]
         self._free: queue.Queue[_Slot] = queue.Queue()
         starts = [self._restarter.submit(self._start, slot) for slot in self._slots]
@@ -166,27 +184,60 @@ class SlotPool:
         """
         language = validate_request(request, self.languages)
         validate_checker(request, self.languages)
+        call = call_harness.applies(request, language)    # a function call in another language than Python
+        asked, request = request, call_harness.as_stdio(request, language) if call else request
         wire = build_wire(request, language)
         if self._closed:
-            return sandbox_error(request, "executor is closed", self.backend)
+            return sandbox_error(asked, "executor is closed", self.backend)
         key = cache_key(request, wire.public["language"])
         report = self.compile_cache.lookup(key, wire.n_cases)
         if report is None:
+            art_key = self._artifact_key(request, language, wire)
+            cached = self.artifact_cache.lookup(art_key) if self.artifact_cache is not None else None
+            wire = _with_artifacts(wire, language, art_key, cached)
             slot = self._free.get()
             try:
                 if cancel is not None and cancel.cancelled:
-                    return sandbox_error(request, CANCELLED, self.backend)
-                report = self._run(slot, request, wire, cancel)
+                    return sandbox_error(asked, CANCELLED, self.backend)
+                report = self._run(slot, asked, wire, cancel)
             finally:
                 self._free.put(slot)
             if isinstance(report, ExecutionResult):
                 return report
+            self._after_compile(report, language, art_key, cached)
             self.compile_cache.store(key, report)
+        if call:
+            request, report = asked, call_harness.as_function_report(report)
         # mode checker: the checker runs now, as executions of its own, with the program's slot free again
         checks = run_checker(self.execute, request, report, self._checkers, cancel, self.languages)
         result = build_result(request, report, wire.n_cases, self.backend, checks)
         self._count(error=not result.verdict.is_verdict_on_code)
         return result
+
+    # -- the compile-artifact cache (compile_artifacts.py) ------------------------------------------
+    def _artifact_key(self, request: ExecutionRequest, language: Language, wire: WireRequest) -> str | None:
+        if self.artifact_cache is None or not self.artifact_cache.enabled or not language.artifacts:
+            return None
+        if language.name not in self._versions:     # once per language (two threads may both probe: harmless)
+            try:
+                version = self._toolchain_version(language)
+            except Exception:  # noqa: BLE001 - an unknown version only means no caching for this language
+                log.exception("the toolchain version of %s is unknown; its compiles are not cached", language.name)
+                version = ""
+            self._versions[language.name] = version
+        return artifact_key(request, wire.public["language"], language, self._versions[language.name])
+
+    def _after_compile(self, report: dict, language: Language, key: str | None,
+                       cached: CompiledArtifacts | None) -> None:
+        """A hit: the first compile's output goes back into the report. A miss: keep what it compiled."""
+        comp = report.get("compile") if report.get("status") == "ok" else None
+        if type(comp) is not dict:
+            return
+        artifacts = comp.pop("artifacts", None)
+        if cached is not None and comp.get("cached") is True:
+            comp.update(stdout=cached.stdout, stderr=cached.stderr)
+        elif key is not None and cached is None and artifacts is not None:
+            self.artifact_cache.store(key, collected({**comp, "artifacts": artifacts}, language.artifacts))
 
     def _run(self, slot: _Slot, request: ExecutionRequest, wire,
              cancel: Cancellation | None) -> ExecutionResult | dict:
@@ -253,6 +304,21 @@ class SlotPool:
             self._kill(slot)
         for pool in (self._batch, self._checkers, self._restarter, self._spawner):
             pool.shutdown(wait=False, cancel_futures=True)
+        if self.artifact_cache is not None:
+            self.artifact_cache.close()
+
+
+def _with_artifacts(wire: WireRequest, language: Language, key: str | None,
+                    cached: CompiledArtifacts | None) -> WireRequest:
+    """The wire request with the cached artifacts (a hit: no compile), or asking for them (a miss)."""
+    if key is None:
+        return wire
+    if cached is not None:
+        public = {**wire.public, "precompiled": {name: base64.b64encode(content).decode("ascii")
+                                                 for name, content in cached.files.items()}}
+        return replace(wire, public=public)
+    public = {**wire.public, "collect_artifacts": list(language.artifacts)}
+    return replace(wire, public=public, host_timeout_s=wire.host_timeout_s + scratch_files.FETCH_WALL_S)
 
 
 class _InterruptGuard:

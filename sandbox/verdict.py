@@ -213,7 +213,7 @@ def _compile_step(report: dict, style: TestStyle, cap: int) -> CompileResult | N
     return CompileResult(exit_code=_get(comp, "exit_code", int), signal=_get(comp, "signal", int),
                          stdout=_get(comp, "stdout", str, "")[:cap], stderr=_get(comp, "stderr", str, "")[:cap],
                          wall_s=round(float(_get(comp, "wall_s", (int, float), 0.0)), 6),
-                         timed_out=_get(comp, "timed_out", bool, False))
+                         timed_out=_get(comp, "timed_out", bool, False), cached=_get(comp, "cached", bool, False))
 
 
 def _fetched(request: ExecutionRequest, report: dict) -> dict[str, bytes]:

@@ -199,8 +199,10 @@ def validate_request(request: ExecutionRequest, languages: Mapping[str, Language
     if not isinstance(request.code, str):
         raise InvalidExecutionRequest("code must be a string")
     if style in (TestStyle.HUMANEVAL, TestStyle.FUNCTION_CALL):
-        if not language.fast_path_python:
-            raise InvalidExecutionRequest(f"{style.value} tests need a Python language, not {language.name!r}")
+        harness = style is TestStyle.FUNCTION_CALL and bool(language.call_harness)   # sandbox/call_harness.py
+        if not language.fast_path_python and not harness:
+            needs = "a Python language" if style is TestStyle.HUMANEVAL else "Python or a language with a call_harness"
+            raise InvalidExecutionRequest(f"{style.value} tests need {needs}, not {language.name!r}")
         if not request.entry_point:
             raise InvalidExecutionRequest(f"{style.value} tests need an entry_point")
     if not isinstance(request.prompt, str):

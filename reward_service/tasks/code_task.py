@@ -6,9 +6,19 @@ Reference, one of::
     {"cases": [{"stdin": "1 2\\n", "expected_stdout": "3\\n"}, ...], "style"?: "stdio"}            # stdin/stdout
     {"cases": [{"args": [1, 2], "expected": 3}, ...], "entry_point": "add"}                        # function call
 
-plus ``"language"?`` ("python" by default; "cpp" built in). ``test`` is accepted
-for ``tests``, so rows of the HumanEval dataset convert as they are; ``cases``
-may also be a JSON string.
+plus ``"language"?`` ("python" by default; every language of the sandbox's table:
+sandbox/languages.toml). ``test`` is accepted for ``tests``, so rows of the HumanEval
+dataset convert as they are; ``cases`` may also be a JSON string.
+
+Stdin/stdout references may also carry files and arguments (reward_service/tasks/code_files.py)::
+
+    "files"?: {"data/in.txt": "text", "blob.bin": {"base64": "AAE="}, "skipped": null}
+    "args"?: ["--fast"]                       # appended to the run command of every case
+    "expected_files"?: {"out.txt": "42\n"}    # the program must write these, byte for byte
+
+``files`` are written into the program's scratch directory before it compiles and before every
+case; ``expected_files`` are read back after the last case and count as one more test (passed
+only when every one exists with exactly that content).
 
 Stdin/stdout cases are judged by ``"compare"?`` (reference) or the ``compare``
 option: a mode name -- ``tokens`` (default: whitespace-insensitive), ``float``,
@@ -21,7 +31,8 @@ sandbox/checker.py), e.g. ``{"checker": "<python source>"}`` or
 too) is a sandbox error, so ERROR (unscored), never a 0.
 
 Code extraction (:func:`extract_code`): the last fenced block of the language
-(```` ```python ````, ```` ```py ````, ```` ```cpp ```` ... or an unlabeled
+(```` ```python ````, ```` ```py ````, ```` ```cpp ````, the language's name or an alias
+from the sandbox's table such as ```` ```javascript ```` for nodejs, or an unlabeled
 fence; an unclosed final fence counts up to the end), else the whole
 completion. For HumanEval style, with ``prepend_prompt`` (default true), the
 code prompt -- ``reference["prompt"]`` when given, else the rollout's prompt --
@@ -86,6 +97,7 @@ items that fail again.
 from __future__ import annotations
 
 import atexit
+import functools
 import math
 import multiprocessing.util
 import os
@@ -93,6 +105,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import yaml
@@ -108,6 +121,7 @@ from reward_core.sandbox_contract import (
     LimitHit,
     Limits,
     OutputCompare,
+    TestStyle,
     UnsupportedLanguage,
     Verdict,
 )
@@ -119,6 +133,8 @@ from reward_service.task_api import (
     TaskOutcome,
     current_cancel_token,
 )
+from reward_service.tasks.code_files import FIELDS as FILE_FIELDS
+from reward_service.tasks.code_files import parse_args, parse_files, wrong_files
 from reward_service.tasks.explanation import cap
 from sandbox import (
     BACKENDS,
@@ -148,6 +164,19 @@ class SandboxFailure(RuntimeError):
     """The sandbox could not judge some code (SANDBOX_ERROR, unreachable endpoint): unscored ERROR."""
 
 
+def fence_labels(language: str) -> tuple[str, ...]:
+    """The fence labels that mark code in ``language``: its name and its aliases in the sandbox's table
+    (```` ```javascript ```` for nodejs), plus the usual spellings of FENCE_LABELS."""
+    names = (*FENCE_LABELS.get(language, ()), language, *_builtin_aliases().get(language, ()))
+    return tuple(dict.fromkeys(name.lower() for name in names))
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin_aliases() -> dict[str, tuple[str, ...]]:
+    """Language name -> its aliases in the sandbox's built-in table (read once, on first use)."""
+    return {name: lang.aliases for name, lang in load_languages(probe=None).items()}
+
+
 def extract_code(completion: str, language: str = "python") -> tuple[str, bool]:
     """The code in a completion, and whether it came from a fenced block.
 
@@ -155,7 +184,7 @@ def extract_code(completion: str, language: str = "python") -> tuple[str, bool]:
     final fence left open (generation cut off) runs to the end; with no such
     block the whole completion is the code.
     """
-    labels = FENCE_LABELS.get(language, (language,))
+    labels = fence_labels(language)
     blocks = []
     end = 0
     for match in FENCE_RE.finditer(completion):
@@ -196,6 +225,20 @@ def trusted_prompt(reference: Mapping[str, Any], prompt: str) -> str:
     """The code prompt as the execution's trusted ``prompt``, or "" when it does not compile on its own."""
     prefix = code_prompt(reference, prompt)
     return prefix if prompt_compiles(prefix) else ""
+
+
+def with_files(request: ExecutionRequest, reference: Mapping[str, Any]) -> ExecutionRequest:
+    """``request`` with the reference's ``files``, ``args`` and ``expected_files`` (fetched after the run);
+    raises InvalidReference for malformed ones or for a style other than stdin/stdout."""
+    files = parse_files(reference.get("files"))
+    args = parse_args(reference.get("args"))
+    expected = parse_files(reference.get("expected_files"), "expected_files")
+    if not (files or args or expected):
+        return request
+    if TestStyle(request.style) is not TestStyle.STDIO:
+        raise InvalidReference("reference 'files', 'args' and 'expected_files' apply to stdin/stdout cases only, "
+                               f"not to {TestStyle(request.style).value} tests")
+    return replace(request, files=files, args=args, fetch_files=tuple(sorted(expected)))
 
 
 def explain_execution(result: ExecutionResult) -> str:
@@ -244,7 +287,7 @@ class CodeTask(Task):
     cacheable = False  # verdicts near a time or memory limit vary from run to run: never cached
     description = ("1 if the completion's code passes every test of the reference (HumanEval check code, "
                    "stdin/stdout cases, or function-call cases), run in the sandbox; 'fraction': share passed")
-    reference_fields = ("tests", "entry_point", "prompt", "cases", "style", "language", "compare")
+    reference_fields = ("tests", "entry_point", "prompt", "cases", "style", "language", "compare", *FILE_FIELDS)
     endpoint_field = "sandbox_endpoint"
 
     def __init__(self, reward: str = "binary", backend: str = "process", endpoint: str | None = "",
@@ -319,6 +362,7 @@ class CodeTask(Task):
             request = build_request(code, tests, entry_point=reference.get("entry_point") or "", language=language,
                                     style=reference.get("style"), limits=self.limits, request_id=request_id,
                                     prompt=prompt, compare=reference.get("compare") or self.compare)
+            request = with_files(request, reference)
             if not self.endpoint:  # the local executor's own checks (a remote server checks its own)
                 validate_request(request, self._language_table)
         except UnsupportedLanguage:
@@ -352,6 +396,7 @@ class CodeTask(Task):
         failed: list[str] = []
         for request, result in zip(requests, self._run(requests)):
             i = int(request.id)
+            expected = parse_files(items[i].reference.get("expected_files"), "expected_files")
             if isinstance(result, UnsupportedLanguage):
                 outcomes[i] = unsupported_language(result)
             elif isinstance(result, InvalidExecutionRequest):
@@ -359,19 +404,29 @@ class CodeTask(Task):
             elif not result.verdict.is_verdict_on_code:
                 failed.append(result.error or "no detail")
             else:
-                outcomes[i] = self.outcome(result)
+                outcomes[i] = self.outcome(result, expected)
         if failed:
             where = "" if self.endpoint else f" ({self.backend} backend)"
             raise SandboxFailure(f"sandbox error on {len(failed)} of {len(requests)} programs{where}: {failed[0]}")
         return [o for o in outcomes if o is not None]
 
-    def outcome(self, result: ExecutionResult) -> TaskOutcome:
-        """A verdict on the code as a scored outcome (see the module doc)."""
-        fraction = result.pass_fraction
-        score = fraction if self.reward == "fraction" else (1.0 if result.passed else 0.0)
+    def outcome(self, result: ExecutionResult, expected_files: Mapping[str, bytes] | None = None) -> TaskOutcome:
+        """A verdict on the code as a scored outcome (see the module doc); ``expected_files`` count as one
+        more test, passed when the program wrote every one with exactly that content."""
+        passed, total, explanation = result.tests_passed, result.tests_total, explain_execution(result)
+        verdict = result.verdict.value
+        if expected_files:
+            wrong = wrong_files(result, expected_files)
+            passed, total = passed + (not wrong), total + 1
+            if wrong and result.passed:
+                verdict = Verdict.WRONG_ANSWER.value
+                explanation = cap(f"wrong_answer: {passed}/{total} tests passed; expected files not written as "
+                                  f"expected: {', '.join(wrong)}")
+        fraction = passed / total if total else 0.0
+        score = fraction if self.reward == "fraction" else (1.0 if passed == total and result.passed else 0.0)
         return TaskOutcome(score=score, components={"code": score, "pass_fraction": fraction},
-                           extracted=f"{result.verdict.value} ({result.tests_passed}/{result.tests_total} tests)",
-                           detail=result.error[:500], explanation=explain_execution(result))
+                           extracted=f"{verdict} ({passed}/{total} tests)",
+                           detail=result.error[:500], explanation=explanation)
 
     def explain(self, item: TaskInput, outcome: TaskOutcome) -> dict[str, Any]:
         """The program as run and every test's result (one more sandbox run)."""

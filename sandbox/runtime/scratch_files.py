@@ -27,6 +27,7 @@ reward_core.sandbox_contract.check_file_name, and again by B). Stdlib only.
 from __future__ import annotations
 
 import binascii
+import fnmatch
 import os
 import stat
 import struct
@@ -82,8 +83,38 @@ def unpack_extras(body: bytes) -> tuple[list[tuple[str, bytes]], list[str]]:
     return files, args
 
 
-def write_files(files: list[tuple[str, bytes]]) -> None:
-    """B, in its scratch directory: write each file (replacing what is there). Raises OSError."""
+def is_glob(name: str) -> bool:
+    return any(c in name for c in "*?[")
+
+
+def expand_names(names: list[str]) -> list[str]:
+    """B, in the scratch directory: each name, a glob (a compile's artifacts, ``*.class``) replaced by the
+    top-level entries it matches (sorted). :func:`read_files` then keeps only regular files."""
+    out: list[str] = []
+    listing: list[str] | None = None
+    for name in names:
+        if not is_glob(name):
+            out.append(name)
+            continue
+        if listing is None:
+            try:
+                listing = sorted(os.listdir("."))
+            except OSError:
+                listing = []
+        out += [entry for entry in listing if fnmatch.fnmatchcase(entry, name) and entry not in out]
+    return out
+
+
+def matches(name: str, names: list[str]) -> bool:
+    """A: is ``name`` one of ``names``, or a top-level entry one of their globs matches?"""
+    if name in names:
+        return True
+    return safe_name(name) and "/" not in name and any(is_glob(p) and fnmatch.fnmatchcase(name, p) for p in names)
+
+
+def write_files(files: list[tuple[str, bytes]], mode: int = 0o644) -> None:
+    """B, in its scratch directory: write each file (replacing what is there) with ``mode`` (a compile's
+    artifacts: 0o755). Raises OSError."""
     for name, content in files:
         if not safe_name(name):
             raise OSError(f"unsafe file name {name[:100]!r}")
@@ -94,7 +125,7 @@ def write_files(files: list[tuple[str, bytes]]) -> None:
             os.unlink(name)                      # a file a previous case made read-only, or a symlink
         except FileNotFoundError:
             pass
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
         try:
             view = memoryview(content)
             while view:
@@ -136,13 +167,15 @@ def read_files(names: list[str], each_cap: int, total_cap: int = FETCH_BYTES_CAP
     return out
 
 
-def checked_fetch(msg: object, names: list[str], each_cap: int, total_cap: int = FETCH_BYTES_CAP) -> dict[str, str]:
-    """A: the files of B's answer that A asked for, valid and within the caps (anything else is dropped)."""
+def checked_fetch(msg: object, names: list[str], each_cap: int, total_cap: int = FETCH_BYTES_CAP,
+                  globs: bool = False) -> dict[str, str]:
+    """A: the files of B's answer that A asked for (``globs``: or that a glob among ``names`` matches),
+    valid and within the caps (anything else is dropped)."""
     if type(msg) is not dict or msg.get("op") != "files" or type(msg.get("files")) is not dict:
         return {}
-    wanted, out, total = set(names), {}, 0
+    out, total = {}, 0
     for name, text in msg["files"].items():
-        if name not in wanted or type(text) is not str:
+        if type(name) is not str or not (name in names or globs and matches(name, names)) or type(text) is not str:
             continue
         try:
             size = len(binascii.a2b_base64(text.encode("ascii"), strict_mode=True))

@@ -124,8 +124,14 @@ def program_filter(machine: str | None = None) -> list[tuple[int, int, int, int]
 
 
 def install_program_filter() -> bool:
-    """In B, after it dropped privileges: no SIGKILL may be sent from the program. False if unsupported."""
-    return _install(program_filter())
+    """In B, after it dropped privileges: no SIGKILL may be sent from the program. False if unsupported.
+
+    The filter is built once, in the zygote (:data:`_PROGRAM_FILTER`): building it in B cost every
+    execution ~120 copy-on-write page faults (~0.7 ms)."""
+    if _PROGRAM_FILTER is None:
+        return False
+    linux.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(_PROGRAM_FILTER[1]))
+    return True
 
 
 def install() -> bool:
@@ -136,11 +142,22 @@ def install() -> bool:
     return _install(program())
 
 
-def _install(insns: list[tuple[int, int, int, int]]) -> bool:
+def _prepared(insns: list[tuple[int, int, int, int]]) -> tuple[ctypes.Array, _SockFprog] | None:
+    """The filter as the kernel reads it: (instruction table, sock_fprog pointing at it), or None."""
     if not insns:
-        return False
+        return None
     table = (_SockFilter * len(insns))(*[_SockFilter(*i) for i in insns])
-    prog = _SockFprog(len(insns), table)
-    linux.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog))
+    return table, _SockFprog(len(insns), table)
+
+
+def _install(insns: list[tuple[int, int, int, int]]) -> bool:
+    prepared = _prepared(insns)
+    if prepared is None:
+        return False
+    linux.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prepared[1]))
     return True
+
+
+#: B's filter, built where this module is imported (the zygote, before any B): B only installs it.
+_PROGRAM_FILTER = _prepared(program_filter())
 

@@ -76,7 +76,7 @@ class Supervisor:
                 report = _STYLES[req["style"]](self, req, secret)
             finally:
                 if self.slot.shared_scratch:
-                    self._sweep_slot()
+                    self._sweep_slot(_source_written(req))
         except (ZygoteGone, framing.FrameError):
             raise
         except Exception as exc:  # noqa: BLE001 - a harness bug becomes a harness_error report, not a dead slot
@@ -116,18 +116,27 @@ class Supervisor:
         elif survivors:
             self.dirty = f"processes of the slot uid survived: {survivors[:5]}"
 
-    def _sweep_slot(self) -> None:
+    def _sweep_slot(self, source_file: str = "") -> None:
         """After an execution (shared-scratch mode): the slot must be as B found it, or be retired.
 
         Usually scratch and /dev/shm are empty and no process is left: three directory listings.
-        Otherwise the zygote's sweep (container_sweep.py) kills and removes what the slot uid
-        left, and A checks the result itself.
+        When only the source file B was told to write (``source_file``: every language but
+        Python's fast path) is left and no process of the slot uid is, the zygote unlinks it
+        without a fork (op ``unlink``). Otherwise the zygote's sweep (container_sweep.py) kills
+        and removes what the slot uid left, and A checks the result itself.
         """
         def leftovers() -> list:
             return os.listdir(self.slot.scratch) + os.listdir("/dev/shm") + self._strays()
 
-        if [os.stat(d).st_size for d in (self.slot.scratch, "/dev/shm")] == self.empty_sizes:
-            return                                   # a tmpfs directory's size counts its entries
+        def clean() -> bool:                         # a tmpfs directory's size counts its entries
+            return [os.stat(d).st_size for d in (self.slot.scratch, "/dev/shm")] == self.empty_sizes
+
+        if clean():
+            return
+        if source_file and not self._strays():
+            self.forks.request({"op": "unlink", "name": source_file}, expect="unlinked")
+            if clean():
+                return
         if leftovers():
             self._cleanup(0, "")
             left = leftovers()
@@ -247,6 +256,8 @@ class Supervisor:
         lang = req["language"]
         if not lang.get("compile") and not req.get("fetch_files"):
             return self._run_cases(self.forks, req, None)       # each B may have a scratch dir of its own
+        if req.get("precompiled") is not None and not req.get("fetch_files"):
+            return self._run_cases(self.forks, req, _cached_compile())   # every case's B writes the artifacts
         if self.slot.shared_scratch:            # the slot's scratch holds the binary (and the files) between steps
             return self._steps(self.forks, req)
         reply, fds = self.forks.request({"op": "holder", "scratch_mb": int(req["limits"]["scratch_mb"])},
@@ -261,8 +272,19 @@ class Supervisor:
                 self._cleanup(0, os.path.join(self.slot.scratch, f"h{reply['pid']}"))
 
     def _steps(self, forks: ForkClient, req: dict) -> dict:
-        """Compile (if the language has a step), run the cases, fetch the files: one scratch dir for all."""
-        compiled = self._compile(forks, req) if req["language"].get("compile") else None
+        """Compile (if the language has a step), run the cases, fetch the files: one scratch dir for all.
+
+        A compile the host answered from its cache (``precompiled``) is not run: each case's B writes
+        its artifacts. ``collect_artifacts``: after a successful compile and before any case, a fresh B
+        reads the artifacts back for the host's cache (compile_artifacts.py), so nothing the program
+        does at run time can reach them."""
+        if req.get("precompiled") is not None:
+            compiled = _cached_compile()
+        else:
+            compiled = self._compile(forks, req) if req["language"].get("compile") else None
+            if compiled is not None and compiled["ok"] and req.get("collect_artifacts"):
+                compiled["artifacts"] = self._fetch(forks, req, [str(n) for n in req["collect_artifacts"]],
+                                                    globs=True)
         if compiled is not None and not compiled["ok"]:
             report = {"compile": compiled, "cases": [{"status": "not_run"} for _ in req.get("cases", [])],
                       "process": None, "stdout": "", "stderr": ""}
@@ -293,16 +315,18 @@ class Supervisor:
         return {"ok": info["exit_code"] == 0 and not info["limit"], "timed_out": info["limit"] == "wall_time",
                 **info, "stdout": _text(child.out), "stderr": _text(child.err)}
 
-    def _fetch(self, forks: ForkClient, req: dict) -> dict:
-        """The files the request asked for, read by a fresh B in the program's scratch dir (scratch_files.py).
+    def _fetch(self, forks: ForkClient, req: dict, names: list[str] | None = None, globs: bool = False) -> dict:
+        """The files the request asked for (or ``names``; ``globs``: top-level globs allowed), read by a
+        fresh B in the program's scratch dir (scratch_files.py).
 
         Whatever that B does (dies, stalls, answers garbage) only means fewer files."""
-        limits, names = req["limits"], [str(n) for n in req.get("fetch_files") or []]
+        limits = req["limits"]
+        names = [str(n) for n in req.get("fetch_files") or []] if names is None else names
         each, total = int(limits["file_size_mb"]) << 20, scratch_files.FETCH_BYTES_CAP
         memory_mb = max(int(limits["memory_mb"]), scratch_files.FETCH_MEMORY_MB)
         self._set_limits(memory_mb, limits)
         lim = {**limits, "memory_mb": memory_mb, "cpu_s": scratch_files.FETCH_WALL_S}
-        cfg = b_config(self.slot, lim, memory_mb=memory_mb, fetch_each=each, fetch_total=total)
+        cfg = b_config(self.slot, lim, memory_mb=memory_mb, fetch_each=each, fetch_total=total, fetch_globs=globs)
         deadline = time.monotonic() + scratch_files.FETCH_WALL_S
         child = self._spawn(forks, "fetch", cfg, limits, stdin_data=None, channel=True,
                             max_frame=total * 4 // 3 + (1 << 20) + 300 * len(names))
@@ -310,7 +334,7 @@ class Supervisor:
         try:
             body = "\0".join(names).encode("utf-8", "surrogatepass")
             if child.send_bytes(framing.HEADER.pack(len(body)) + body, deadline):
-                files = scratch_files.checked_fetch(child.recv(deadline), names, each, total)
+                files = scratch_files.checked_fetch(child.recv(deadline), names, each, total, globs=globs)
         except (Deadline, ValueError):
             pass
         child.finish(deadline)
@@ -321,7 +345,8 @@ class Supervisor:
         report: dict = {"compile": compiled, "cases": [], "process": None, "stdout": "", "stderr": ""}
         self._set_limits(int(limits["memory_mb"]), limits)
         fast = bool(lang.get("fast_path")) and compiled is None
-        needs_code = compiled is None
+        artifacts = _artifacts(req)                    # a cached compile: every case's B writes its output
+        needs_code = compiled is None or artifacts is not None
         extras = _extras(req, with_args=True)          # every case's B writes the files anew (scratch_files.py)
         if fast:
             role, cfg = "python_main", b_config(self.slot, limits, source_file=lang["source_file"],
@@ -329,7 +354,8 @@ class Supervisor:
         else:
             cfg = b_config(self.slot, limits, argv=list(lang["run"]), write_source=needs_code,
                            source_file=lang["source_file"], env=lang.get("env") or {},
-                           address_space_mb=int(lang.get("address_space_mb") or 0), extras=extras is not None)
+                           address_space_mb=int(lang.get("address_space_mb") or 0), extras=extras is not None,
+                           artifacts=artifacts is not None)
             role = "command"
         deadline = time.monotonic() + float(limits["wall_s"])
         for case in cases_in:
@@ -341,7 +367,9 @@ class Supervisor:
             try:
                 sent = child.send_code(req["code"], deadline) if needs_code else True
                 if sent and extras is not None:
-                    child.send_bytes(extras, deadline)
+                    sent = child.send_bytes(extras, deadline)
+                if sent and artifacts is not None:
+                    child.send_bytes(artifacts, deadline)
                 if fast and _python_syntax_error(child, deadline, report):
                     report["cases"] += [{"status": "not_run"}] * (len(cases_in) - len(report["cases"]))
                     return report
@@ -375,6 +403,12 @@ def _live_with_uid(proc: str, pid: int, uid: int | None) -> bool:
     return not state.startswith((b"Z", b"X")) and str(uid).encode() in uids.split()
 
 
+def _source_written(req: dict) -> str:
+    """The file name B writes the program's source to (STDIO, every language but Python's fast path), or ""."""
+    lang = req.get("language") or {}
+    return "" if req.get("style") != "stdio" or lang.get("fast_path") else str(lang.get("source_file") or "")
+
+
 def _extras(req: dict, with_args: bool) -> bytes | None:
     """The frame of the request's files (and run arguments) for a B, or None when there are none."""
     files = [(str(name), binascii.a2b_base64(str(text))) for name, text in (req.get("files") or {}).items()]
@@ -383,6 +417,22 @@ def _extras(req: dict, with_args: bool) -> bytes | None:
         return None
     body = scratch_files.pack_extras(files, args)
     return framing.HEADER.pack(len(body)) + body
+
+
+def _artifacts(req: dict) -> bytes | None:
+    """The frame of a cached compile's artifacts (``precompiled``: name -> base64), or None."""
+    pre = req.get("precompiled")
+    if pre is None:
+        return None
+    body = scratch_files.pack_extras([(str(n), binascii.a2b_base64(str(t))) for n, t in pre.items()], [])
+    return framing.HEADER.pack(len(body)) + body
+
+
+def _cached_compile() -> dict:
+    """The compile step of a request the host answered from its compile-artifact cache: not run here
+    (the host puts back the first compile's output)."""
+    return {"ok": True, "cached": True, "exit_code": 0, "signal": None, "timed_out": False, "limit": "",
+            "wall_s": 0.0, "cpu_s": 0.0, "max_rss_kb": 0, "killed_outside": False, "stdout": "", "stderr": ""}
 
 
 def _memory_error(child: Child) -> bool:

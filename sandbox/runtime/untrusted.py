@@ -27,8 +27,10 @@ program before A sends it -- the rlimits, by prlimit. B itself then:
 6. cwd = scratch (the environment was scrubbed once, in the zygote).
 
 Only then does B read its channel: the program's source and (STDIO) the request's files and run
-arguments, which B writes into its scratch directory itself before its step runs; role ``fetch``
-reads the files the request asked for back after the last case (scratch_files.py).
+arguments, which B writes into its scratch directory itself before its step runs (and, when the host
+answers the compile from its cache, the compile's artifacts: compile_artifacts.py); role ``fetch``
+reads the files the request asked for back after the last case, and a compile's artifacts right
+after the compile, before any case (scratch_files.py).
 
 What B sends A is untrusted input to A: A decodes it strictly (codec.py) and
 never executes it. B's stdout/stderr are only captured bytes.
@@ -254,10 +256,20 @@ def _receive_extras(cfg: dict) -> tuple[list, list[str]]:
         os._exit(123)
 
 
-def _write_files(files: list) -> None:
+def _receive_artifacts(cfg: dict) -> list:
+    """A cached compile's artifacts (the frame after the extras), when the configuration says so."""
+    if not cfg.get("artifacts"):
+        return []
+    try:
+        return scratch_files.unpack_extras(_receive_frame())[0]
+    except ValueError:
+        os._exit(123)
+
+
+def _write_files(files: list, mode: int = 0o644) -> None:
     """The request's files into the scratch directory (our cwd), before the step runs; exits 126 if it cannot."""
     try:
-        scratch_files.write_files(files)
+        scratch_files.write_files(files, mode)
     except OSError as exc:
         os.write(2, f"sandbox: cannot write the request's files: {exc}\n".encode())
         os._exit(126)
@@ -476,22 +488,40 @@ def _finish_main(status: int) -> NoReturn:
     _os_exit(status if flushed else 120)
 
 
+#: Signals Python ignores and an exec'd program must get with their default action (plain ints: the
+#: C-level _signal.signal, not signal.signal's enum conversions, which cost B page faults).
+_EXEC_DEFAULT_SIGNALS = (int(signal.SIGPIPE), int(signal.SIGXFSZ), int(signal.SIGINT))
+
+
+def _write_source(name: str, source: str) -> None:
+    """The program's source into the scratch directory (our cwd), as open(name, "w") would write it,
+    with os-level calls: no io objects, fewer copy-on-write page faults per execution."""
+    data = source.encode("utf-8")
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        framing.write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
 def run_command(cfg: dict) -> NoReturn:
     """Compiled / non-fast-path languages: optionally receive and write the source, then exec argv."""
     argv = [str(a) for a in cfg["argv"]]
     try:
         source = _receive_code() if cfg.get("write_source") else None
         files, args = _receive_extras(cfg)
-        if source is not None or cfg.get("extras"):
+        artifacts = _receive_artifacts(cfg)
+        if source is not None or cfg.get("extras") or cfg.get("artifacts"):
             os.close(CHAN_FD)
+        if artifacts:                   # a cached compile's output (compile_artifacts.py), then the request's files
+            _write_files(artifacts, 0o755)
         if files:
             _write_files(files)
         argv += args
         if source is not None:          # after the files: the program's own source wins over a same-name file
-            with open(cfg["source_file"], "w", encoding="utf-8") as f:
-                f.write(source)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
-            signal.signal(sig, signal.SIG_DFL)          # Python ignores these; exec'd programs must not
+            _write_source(cfg["source_file"], source)
+        for sig in _EXEC_DEFAULT_SIGNALS:
+            _signal.signal(sig, _signal.SIG_DFL)        # Python ignores these; exec'd programs must not
         env = dict(os.environ)
         for key, value in (cfg.get("env") or {}).items():   # the language's (never the program's)
             env[str(key)] = str(value).replace("/tmp/", env.get("TMPDIR", "/tmp").rstrip("/") + "/")
@@ -504,6 +534,8 @@ def run_command(cfg: dict) -> NoReturn:
 def run_fetch(cfg: dict) -> NoReturn:
     """After the last case, in the same scratch directory: read the files A names, send them back."""
     names = [n for n in _receive_frame().decode("utf-8", "surrogatepass").split("\0") if n]
+    if cfg.get("fetch_globs"):          # a compile's artifacts: ``*.class`` matches the directory's top level
+        names = scratch_files.expand_names(names)
     _send({"op": "files", "files": scratch_files.read_files(names, int(cfg["fetch_each"]), int(cfg["fetch_total"]))})
     os._exit(0)
 

@@ -44,7 +44,9 @@ limits, argv; sent once, then named by id; ``{"op": "forget"}`` drops them all);
 -> ``{"op": "holder", "pid"}`` + [socket] (container mode: a fork of the zygote whose children share a
 per-execution scratch directory, for compiled languages); ``{"op": "cleanup",
 "dir"}`` -> kill every process of the slot uid, remove what it left ->
-``{"op": "cleaned", "dirty"}``; any failure -> ``{"op": "error", "error"}``.
+``{"op": "cleaned", "dirty"}``; ``{"op": "unlink", "name"}`` -> ``{"op": "unlinked"}`` (the
+source file of a configuration we hold, removed without a fork: shared-scratch mode); any failure ->
+``{"op": "error", "error"}``.
 
 Stdlib only; runs with the sandbox's python3 (``-I -S``: no site, no user paths).
 """
@@ -165,6 +167,8 @@ class Template:
                 self._holder(self._cap_mb(msg.get("scratch_mb", 64)))
             elif op == "cleanup":
                 self._cleanup(str(msg.get("dir", "")))
+            elif op == "unlink":
+                self._unlink(str(msg.get("name", "")))
             else:
                 _send(self.sock, {"op": "error", "error": f"unknown op {op!r}"})
         except OSError as exc:
@@ -248,6 +252,20 @@ class Template:
         theirs.close()
         _send(self.sock, {"op": "holder", "pid": pid, "scratch": ""}, [ours.fileno()])
         ours.close()
+
+    def _unlink(self, name: str) -> None:
+        """Shared-scratch mode, after an execution whose processes are all gone (A checked): remove
+        the source file a B was told to write -- only a name that a configuration we hold gives as
+        its source file, a plain name in our scratch, never any other name A sends -- in this
+        process, without the sweep's fork. unlink never follows a link, and a directory of that
+        name stays (A then asks for the full sweep)."""
+        known = any(cfg.get("write_source") and cfg.get("source_file") == name for cfg, _ in self.cfgs.values())
+        if self.slot.shared_scratch and known and name not in ("", ".", "..") and "/" not in name:
+            try:
+                os.unlink(os.path.join(self.scratch, name))
+            except OSError:
+                pass                                  # A sees what is left and sweeps
+        _send(self.sock, {"op": "unlinked"})
 
     def _cleanup(self, directory: str) -> None:
         """No PID namespaces: kill everything of the slot uid, remove B's scratch

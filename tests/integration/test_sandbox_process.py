@@ -265,6 +265,32 @@ def test_cpp_compile_error(executor):
     assert r.verdict is Verdict.COMPILE_ERROR and "error" in r.error
 
 
+#: What a bash program leaves in its slot: its source file only (the zygote unlinks it without the
+#: sweep's fork), or more, or something else in the source's place (the full sweep removes it).
+LEFTOVERS = {"the source only": "echo ok",
+             "a file beside the source": "echo x > beside.txt; echo ok",
+             "a directory in the source's place": "rm main.sh; mkdir main.sh; echo ok",
+             "a link in the source's place": "rm main.sh; ln -s /etc/hostname main.sh; echo ok",
+             "a file in /dev/shm": "echo x > /dev/shm/left; echo ok"}
+
+
+@pytest.fixture(scope="module")
+def one_slot():
+    ex = create_executor("process", concurrency=1)
+    yield ex
+    ex.close()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("code", list(LEFTOVERS.values()), ids=list(LEFTOVERS))
+def test_nothing_of_a_bash_execution_reaches_the_next_one(one_slot, code):
+    first = one_slot.execute(stdio(code, [("", "ok")], language="bash"))
+    assert first.verdict is Verdict.ACCEPTED, first.error
+    listing = one_slot.execute(stdio("import os\nprint(sorted(os.listdir('.')), sorted(os.listdir('/dev/shm')))",
+                                     [("", "[] []")]))
+    assert listing.verdict is Verdict.ACCEPTED, (listing.stdout, listing.error)
+
+
 # -- limits ------------------------------------------------------------------------------------------
 SPAWNER = """
 import os, time

@@ -233,3 +233,8 @@ def test_empty_completions_and_bad_references_are_answered_without_running(with_
 def test_variants_with_the_same_sandbox_settings_share_one_executor_key():
     assert CodeTask(concurrency=2)._executor_key() == CodeTask(concurrency=2, reward="fraction")._executor_key()
     assert CodeTask(concurrency=2)._executor_key() != CodeTask(concurrency=3)._executor_key()
+
+
+def test_a_fence_labelled_with_an_alias_of_the_language_is_its_code():
+    completion = "```text\nnot code\n```\n```javascript\nconsole.log(1)\n```\n"
+    assert extract_code(completion, "nodejs") == ("console.log(1)\n", True)

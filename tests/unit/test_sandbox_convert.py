@@ -227,3 +227,8 @@ def test_a_memory_limit_verdict_survives_the_wire():
     result = full_result(verdict=ex.Verdict.MEMORY_LIMIT, limit_hit=ex.LimitHit.MEMORY, exit_code=None, signal=9)
     back = result_roundtrip(result)
     assert (back.verdict, back.limit_hit, back.signal) == (ex.Verdict.MEMORY_LIMIT, ex.LimitHit.MEMORY, 9)
+
+
+def test_a_cached_compile_step_says_so_on_the_wire():
+    step = ex.CompileResult(exit_code=0, stderr="warning: unused", cached=True)
+    assert result_roundtrip(full_result(compile=step)).compile == step

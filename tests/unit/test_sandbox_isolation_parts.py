@@ -16,7 +16,7 @@ import pytest
 
 from sandbox import slot_cgroups
 from sandbox.process_backend import PYTHON_IN_SANDBOX, RUNTIME_IN_SANDBOX, ProcessSandboxConfig, bwrap_command
-from sandbox.runtime import seccomp, untrusted, zygote
+from sandbox.runtime import forks, seccomp, untrusted, zygote
 from sandbox.runtime.cgroups import ZYGOTE_PIDS, ZYGOTE_SLACK_MB, Cgroups
 from sandbox.slot_cgroups import SUPERVISOR_PIDS, SlotCgroups, hierarchies
 
@@ -168,6 +168,34 @@ def test_the_zygote_takes_a_bs_uid_and_scratch_from_its_own_facts():
     assert (cfg["uid"], cfg["owner"], cfg["namespaces"], cfg["scratch"]) == (123456, 123456, True, "/scratch")
     assert cfg["limits"]["memory_mb"] == cfg["memory_mb"] == cfg["scratch_mb"] == 1024
     assert cfg["limits"]["max_processes"] == 64 and cfg["argv"] == ["g++"]
+
+
+def test_the_zygote_unlinks_only_the_source_file_a_configuration_names(tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    slot = SimpleNamespace(namespaces=True, pid_ns_per_b=False, uid=123456, owner=123456, scratch=str(scratch),
+                           memory_cgroup=True, caps=(1024, 64), shared_scratch=True)
+    (scratch / "main.sh").write_text("echo 1")
+    (scratch / "other.txt").write_text("left by the program")
+    (scratch / "main.lua").mkdir()                     # a directory in a source's place stays: the sweep's job
+    (tmp_path / "outside").write_text("x")
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        template = zygote.Template(ours, slot, own_scratch=True, scratch=str(scratch))
+        for i, source in enumerate(("main.sh", "main.lua", "../outside")):   # a name outside scratch: never
+            template._handle({"op": "cfg", "id": i, "cfg": {**_cfg(True), "scratch_mb": 8, "write_source": True,
+                                                            "source_file": source}}, [])
+        replies = []
+        for name in ("other.txt", "../outside", "main.lua", "main.sh"):
+            template._handle({"op": "unlink", "name": name}, [])
+            replies.append(forks.recv_packet(theirs)[0])
+        if template.oom_fd is not None:
+            os.close(template.oom_fd)
+    finally:
+        ours.close()
+        theirs.close()
+    assert replies == [b'{"op": "unlinked"}'] * 4
+    assert sorted(os.listdir(scratch)) == ["main.lua", "other.txt"] and (tmp_path / "outside").exists()
 
 
 # -- the host side: per-slot cgroups and the bwrap command line --------------------------------------

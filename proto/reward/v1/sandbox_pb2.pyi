@@ -234,20 +234,22 @@ class ExecutionResult(_message.Message):
     def __init__(self, id: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., passed: _Optional[bool] = ..., tests: _Optional[_Iterable[_Union[TestResult, _Mapping]]] = ..., tests_passed: _Optional[int] = ..., tests_total: _Optional[int] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., exit_code: _Optional[int] = ..., signal: _Optional[int] = ..., wall_s: _Optional[float] = ..., cpu_s: _Optional[float] = ..., peak_memory_mb: _Optional[float] = ..., limit_hit: _Optional[_Union[LimitHit, str]] = ..., error: _Optional[str] = ..., backend: _Optional[str] = ..., compile: _Optional[_Union[CompileResult, _Mapping]] = ..., files: _Optional[_Mapping[str, bytes]] = ...) -> None: ...
 
 class CompileResult(_message.Message):
-    __slots__ = ("exit_code", "stdout", "stderr", "wall_s", "timed_out", "signal")
+    __slots__ = ("exit_code", "stdout", "stderr", "wall_s", "timed_out", "signal", "cached")
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     STDOUT_FIELD_NUMBER: _ClassVar[int]
     STDERR_FIELD_NUMBER: _ClassVar[int]
     WALL_S_FIELD_NUMBER: _ClassVar[int]
     TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FIELD_NUMBER: _ClassVar[int]
     exit_code: int
     stdout: str
     stderr: str
     wall_s: float
     timed_out: bool
     signal: int
-    def __init__(self, exit_code: _Optional[int] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., wall_s: _Optional[float] = ..., timed_out: _Optional[bool] = ..., signal: _Optional[int] = ...) -> None: ...
+    cached: bool
+    def __init__(self, exit_code: _Optional[int] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., wall_s: _Optional[float] = ..., timed_out: _Optional[bool] = ..., signal: _Optional[int] = ..., cached: _Optional[bool] = ...) -> None: ...
 
 class ExecuteBatchResponse(_message.Message):
     __slots__ = ("results",)
