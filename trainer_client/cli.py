@@ -8,6 +8,10 @@
     trainer-client plot runs/grpo_demo
     trainer-client make-steps --out-dir data/steps --seed 0                # stepwise PRM data (TRL's format)
     trainer-client train-prm --data data/steps/train.jsonl --eval-data data/steps/test.jsonl --out runs/prm
+    trainer-client sft --model runs/tiny_start --data data/sft/train.jsonl --out runs/sft   # completion-only SFT
+    trainer-client dpo --model runs/sft --data data/prefs/train.jsonl --out runs/dpo        # DPO on preference pairs
+    trainer-client eval --model runs/grpo_demo/checkpoints/step-000100 --data data/rl_eval.jsonl --n 8 --k 1 8 \
+        --temperature 0.8 --out runs/eval                    # accuracy, pass@k, maj@k per task
 
 Subcommands live in a registry (``trainer_client/subcommands.py``): a new one is a function decorated
 with ``@subcommand(name, help)`` that adds its flags and returns the function that runs it.
@@ -28,6 +32,8 @@ from collections.abc import Callable, Sequence
 
 from reward_core.extras import MissingExtra, require_extra
 from trainer_client.errors import USER_ERRORS
+from trainer_client.evaluation.eval_cli import register_eval_command
+from trainer_client.offline_cli import register_offline_commands
 from trainer_client.prm.prm_cli import register_prm_commands
 from trainer_client.subcommands import (
     SUBCOMMANDS,
@@ -206,6 +212,8 @@ def _plot(parser: argparse.ArgumentParser) -> Runner:
 
 
 register_prm_commands()  # make-steps, train-prm: after this module's own, as `--help` lists them
+register_offline_commands()  # sft, dpo
+register_eval_command()  # eval
 
 
 def build_parser() -> argparse.ArgumentParser:

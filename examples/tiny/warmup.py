@@ -4,10 +4,12 @@ Why: RL needs a start that sometimes succeeds. A randomly initialised model neve
 ``#### N`` (success ~0, so every GRPO group has zero variance); a fully trained one leaves
 nothing to learn. A short teacher-forced warm-up lands in between.
 
-The loss is cross-entropy on the completion tokens only (prompt and padding are -100),
-optionally label-smoothed: smoothing keeps part of every token's probability on the rest of
-the vocabulary, which lowers the success rate of sampling at temperature 1 without lowering
-that of greedy decoding (see ``make_start``).
+It is SFT, with ``trainer-client sft``'s own encoding and loss (``trainer_client.sft``): cross-entropy
+on the completion tokens only (prompt and padding are -100), optionally label-smoothed (the one
+knob the command does not have): smoothing keeps part of every token's probability on the rest
+of the vocabulary, which lowers the success rate of sampling at temperature 1 without lowering
+that of greedy decoding (see ``make_start``). Its schedule (cosine to 10%, AdamW betas 0.9/0.98)
+is its own, so the start checkpoint stays what the RL tests were tuned on.
 Examples are rendered exactly as the RL trainer will render them: the prompt through the
 tokenizer's chat template with ``add_generation_prompt=True`` (the raw prompt when the
 tokenizer has no template), then the completion and ``eos``.
@@ -30,8 +32,12 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from examples.tiny.arithmetic_task import Problem, completion_for
 from reward_service.verifiers.math import grade_numeric
+from trainer_client.sft.chat_data import IGNORE_INDEX, ChatExample
+from trainer_client.sft.chat_data import encode_example as sft_encode
+from trainer_client.sft.token_batches import completion_loss, forward_logits, pad_batch
 
-IGNORE_INDEX = -100
+__all__ = ["IGNORE_INDEX", "WarmupStats", "encode_example", "render_prompt", "sample_completions", "success_rate",
+           "warmup"]
 
 
 @dataclass(frozen=True)
@@ -57,31 +63,9 @@ def render_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str) -> str:
 
 
 def encode_example(tokenizer: PreTrainedTokenizerBase, prompt: str, completion: str) -> tuple[list[int], list[int]]:
-    """(input_ids, labels) for prompt -> completion + eos; labels are -100 on the prompt."""
-    prompt_ids = tokenizer(render_prompt(tokenizer, prompt), add_special_tokens=False)["input_ids"]
-    completion_ids = tokenizer(completion, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-    return prompt_ids + completion_ids, [IGNORE_INDEX] * len(prompt_ids) + completion_ids
-
-
-def collate(examples: Sequence[tuple[list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
-    """Right-padded batch tensors: input_ids, attention_mask, labels."""
-    width = max(len(ids) for ids, _ in examples)
-    input_ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(examples), width), IGNORE_INDEX, dtype=torch.long)
-    attention_mask = torch.zeros((len(examples), width), dtype=torch.long)
-    for row, (ids, labs) in enumerate(examples):
-        input_ids[row, : len(ids)] = torch.tensor(ids)
-        labels[row, : len(labs)] = torch.tensor(labs)
-        attention_mask[row, : len(ids)] = 1
-    return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
-
-
-def completion_loss(model: PreTrainedModel, batch: dict[str, torch.Tensor],
-                    label_smoothing: float = 0.0) -> torch.Tensor:
-    """Mean next-token cross-entropy over the labelled (completion) tokens."""
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-    return torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1).float(), batch["labels"][:, 1:].flatten(),
-                                             ignore_index=IGNORE_INDEX, label_smoothing=label_smoothing)
+    """(input_ids, labels) for prompt -> completion + eos; labels are -100 on the prompt (``trainer-client sft``'s)."""
+    encoded = sft_encode(tokenizer, ChatExample(prompt=prompt, completion=completion))
+    return list(encoded.input_ids), encoded.labels()
 
 
 def _lr_factor(step: int, steps: int, warmup_steps: int) -> float:
@@ -103,7 +87,7 @@ def warmup(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, problems:
         raise ValueError(f"need steps >= 0, batch_size >= 1, some problems and 0 <= label_smoothing < 1; got "
                          f"{steps}, {batch_size}, {len(problems)}, {label_smoothing}")
     rng = random.Random(seed)
-    examples = [encode_example(tokenizer, p.prompt, completion_for(p)) for p in problems]
+    examples = [sft_encode(tokenizer, ChatExample(prompt=p.prompt, completion=completion_for(p))) for p in problems]
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, steps, max(1, steps // 10)))
     losses: list[float] = []
@@ -113,15 +97,15 @@ def warmup(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, problems:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # dropout, should a config enable it
         for _ in range(steps):
-            batch = collate(rng.sample(examples, min(batch_size, len(examples))), tokenizer.pad_token_id)
-            loss = completion_loss(model, batch, label_smoothing)
+            batch = pad_batch(rng.sample(examples, min(batch_size, len(examples))), tokenizer.pad_token_id)
+            loss = completion_loss(forward_logits(model, batch), batch, label_smoothing)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             schedule.step()
             losses.append(loss.item())
-            tokens += int((batch["labels"] != IGNORE_INDEX).sum())
+            tokens += int(batch["trained"].sum())
     model.eval()
     tail = losses[-max(1, steps // 10):] if losses else [float("nan")]
     return WarmupStats(steps=steps, batch_size=batch_size, lr=lr, final_loss=sum(tail) / len(tail),

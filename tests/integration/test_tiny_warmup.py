@@ -1,7 +1,6 @@
 """The tiny start checkpoint: a short warm-up lands the sampled success rate in a low band."""
 
 import json
-import time
 
 import pytest
 import torch
@@ -27,22 +26,17 @@ def one_thread():
 @pytest.fixture(scope="module")
 def start(tmp_path_factory, one_thread):
     out = tmp_path_factory.mktemp("tiny_start")
-    began = time.perf_counter()
     record = make_start(StartConfig(out=str(out), seed=0, rl_train=64, rl_eval=16))
-    return out, record, time.perf_counter() - began
+    return out, record
 
 
 def test_success_rate_is_in_the_low_band(start):
-    _, record, _ = start
+    _, record = start
     assert 0.05 <= record["success_rate"] <= 0.6
 
 
 def test_start_model_knows_the_task_under_greedy_decoding(start):
     assert start[1]["greedy_success_rate"] >= 0.8
-
-
-def test_start_checkpoint_is_made_within_90s(start):
-    assert start[2] < 90
 
 
 def test_untrained_model_never_succeeds(one_thread):
@@ -52,7 +46,7 @@ def test_untrained_model_never_succeeds(one_thread):
 
 
 def test_saved_checkpoint_reproduces_the_measured_rate(start):
-    out, record, _ = start
+    out, record = start
     model, tokenizer = AutoModelForCausalLM.from_pretrained(out), AutoTokenizer.from_pretrained(out)
     problems = make_problems(record["measured_on"], seed=split_seed(0, "measure"))
     assert (success_rate(model, tokenizer, problems, temperature=1.0, max_new_tokens=32, seed=0)
@@ -60,7 +54,7 @@ def test_saved_checkpoint_reproduces_the_measured_rate(start):
 
 
 def test_saved_generation_config_stops_at_eos(start):
-    out, _, _ = start
+    out, _ = start
     model, tokenizer = AutoModelForCausalLM.from_pretrained(out), AutoTokenizer.from_pretrained(out)
     enc = tokenizer.apply_chat_template([[{"role": "user", "content": "What is 7 + 8?"}]],
                                         add_generation_prompt=True, return_tensors="pt", return_dict=True)
@@ -70,14 +64,14 @@ def test_saved_generation_config_stops_at_eos(start):
 
 
 def test_warmup_record_and_rl_dataset_are_written(start):
-    out, _, _ = start
+    out, _ = start
     record = json.loads((out / WARMUP_FILE).read_text())
     rows = [json.loads(line) for line in (out / RL_TRAIN_FILE).read_text().splitlines()]
     assert record["steps"] == StartConfig(out="x").steps and len(rows) == 64 and {r["task"] for r in rows} == {"gsm8k"}
 
 
 def test_completions_use_the_answer_format(start):
-    out, _, _ = start
+    out, _ = start
     model, tokenizer = AutoModelForCausalLM.from_pretrained(out), AutoTokenizer.from_pretrained(out)
     completions = sample_completions(model, tokenizer, [p.prompt for p in make_problems(64, seed=9)], temperature=0)
     assert sum("\n#### " in c for c in completions) >= 60

@@ -21,7 +21,7 @@ def grpo_section(algorithm: str, *extra: str) -> GrpoConfig:
 
 def outcome_advantages(grpo: GrpoConfig, rewards: torch.Tensor) -> torch.Tensor:
     """What the trainer computes from a config (``GrpoTrainer.make_batch``)."""
-    return grpo_advantages(rewards, scale=grpo.advantage_scale, baseline=grpo.baseline)
+    return grpo_advantages(rewards, scale=grpo.advantage_scale, baseline=grpo.baseline, min_valid=grpo.min_valid)
 
 
 @pytest.mark.parametrize("algorithm, expected", [

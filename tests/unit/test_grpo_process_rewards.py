@@ -24,6 +24,9 @@ STEPS = [
     (StepScore(0, 6, 1.0), StepScore(7, 14, 0.0)),
 ]
 
+# make_batch's counts for a batch whose every member is scored (grpo.min_valid)
+ALL_SCORED = {"groups_too_few_scored": 0, "unscored_in_batch": 0, "scored_in_too_few_groups": 0}
+
 
 class FallbackTokenizer:
     """Not fast: the char ends come from decoding prefixes. Id 0 is special (eos)."""
@@ -71,7 +74,7 @@ def _batch(advantage: str, tmp_path):
 
 def test_outcome_keeps_one_advantage_per_completion(tmp_path):
     (batch, stats), _, _ = _batch("outcome", tmp_path)
-    assert batch.advantages.shape == (3,) and stats == {}
+    assert batch.advantages.shape == (3,) and stats == {**ALL_SCORED}
     assert torch.allclose(batch.advantages, grpo_advantages(torch.tensor([[1.0, 0.0, 1.0]])).flatten())
 
 
@@ -86,7 +89,7 @@ def test_process_gives_per_token_advantages_from_the_step_spans(tmp_path):
     assert batch.advantages[1, 0].item() == pytest.approx(lo + hi, rel=1e-5)
     assert batch.advantages[1, 6].item() == pytest.approx(hi, rel=1e-5)  # "\n" (between steps): the 2nd
     assert batch.advantages[:, 14:].abs().sum() == 0  # eos and padding: after the last step
-    assert stats == {"process/no_steps": 0, "process/scored_steps": 6}
+    assert stats == {**ALL_SCORED, "process/no_steps": 0, "process/scored_steps": 6}
 
 
 def test_both_adds_the_outcome_advantage_to_every_token(tmp_path):

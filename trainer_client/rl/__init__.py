@@ -14,15 +14,15 @@ Plain functions, torch tensors in and out, no I/O and no model code. Conventions
 A GRPO step, sketched:
 
     rewards, scored = reward_mask_from(client_rewards)
-    adv = grpo_advantages(rewards, group_ids, valid_mask=scored)            # [B]
+    adv = grpo_advantages(rewards, group_ids, valid_mask=scored)            # [B] (groups with < 2 scored: 0)
     # or per token from step scores (DeepSeekMath process supervision):
     # adv = process_advantages(steps, token_char_ends, group_ids, T, valid_mask=scored).advantages  # [B, T]
-    mask = token_mask & scored[:, None]
+    mask = token_mask & scored_groups(rewards, group_ids, valid_mask=scored).trainable[:, None]
     loss, stats = clipped_policy_loss(logp, old_logp, adv, mask, eps_high=0.28)
     loss = loss + kl_loss(kl_estimate(logp, ref_logp, "k3"), mask, beta)
 """
 
-from trainer_client.rl.advantages import group_index, grpo_advantages, zero_variance_groups
+from trainer_client.rl.advantages import ScoredGroups, group_index, grpo_advantages, scored_groups, zero_variance_groups
 from trainer_client.rl.gae import gae_advantages, whiten_advantages
 from trainer_client.rl.kl import kl_estimate, kl_k1, kl_k2, kl_k3
 from trainer_client.rl.losses import (
@@ -56,6 +56,7 @@ __all__ = [
     "gae_advantages", "group_index", "grpo_advantages", "kl_estimate", "kl_k1", "kl_k2", "kl_k3",
     "kl_loss", "kl_penalty_in_reward", "masked_count", "masked_mean", "masked_sum", "masked_var",
     "overlong_filter_mask", "overlong_penalty", "ProcessAdvantages", "process_advantages", "reward_mask_from",
+    "ScoredGroups", "scored_groups",
     "step_end_tokens", "step_token_rewards", "truncated_from_lengths",
     "value_loss", "whiten", "whiten_advantages", "zero_variance_groups",
 ]

@@ -15,10 +15,13 @@ completions of the same prompt (its *group*):
   arXiv:2508.08221); ``"none"``: 1 (Dr. GRPO, Liu et al., 2025, arXiv:2503.20783).
 
 Unscored completions (``valid_mask`` False, or a NaN reward) take no part in any statistic
-and get advantage 0; the caller must also drop them from the loss mask. Groups whose valid
-rewards are all equal (or that have fewer than two) carry no signal: their advantages are
-exactly 0, and ``zero_variance_groups`` finds them for DAPO's dynamic sampling (Yu et al.,
-2025, arXiv:2503.14476).
+and get advantage 0; the caller must also drop them from the loss mask. A group with fewer
+than ``min_valid`` scored members (default 2) gives no advantage at all: every member gets 0,
+none takes part in a batch statistic, and ``scored_groups`` marks its members untrainable
+(out of the loss mask) and counts such groups (NeMo-RL's rule). Groups whose valid rewards
+are all equal (or that have fewer than two) carry no signal: their advantages are exactly 0,
+and ``zero_variance_groups`` finds them for DAPO's dynamic sampling (Yu et al., 2025,
+arXiv:2503.14476).
 """
 
 from __future__ import annotations
@@ -41,6 +44,14 @@ class _GroupMoments(NamedTuple):
     mean: torch.Tensor  # [K]
     std: torch.Tensor  # [K] population std
     zero_var: torch.Tensor  # [K] bool: all valid rewards equal, or fewer than two
+
+
+class ScoredGroups(NamedTuple):
+    """Which completions a step trains on, by the scored-members rule (``scored_groups``)."""
+
+    trainable: torch.Tensor  # bool, rewards' shape: scored, in a group with >= min_valid scored members
+    too_few: torch.Tensor  # bool [K]: groups with fewer than min_valid scored members (no advantage)
+    scored: torch.Tensor  # long [K]: scored members per group
 
 
 def group_index(group_ids: GroupIds, device: torch.device | str | None = None) -> tuple[torch.Tensor, int]:
@@ -81,6 +92,32 @@ def _valid(r: torch.Tensor, valid_mask: torch.Tensor | None) -> torch.Tensor:
     return valid
 
 
+def _check_min_valid(min_valid: int) -> None:
+    if isinstance(min_valid, bool) or not isinstance(min_valid, int) or min_valid < 1:
+        raise ValueError(f"min_valid must be an integer >= 1 (scored members a group needs), got {min_valid!r}")
+
+
+def _enough_scored(index: torch.Tensor, k: int, valid: torch.Tensor, min_valid: int) -> tuple[torch.Tensor, ...]:
+    """-> (trainable [B]: valid and in a group with >= min_valid valid members, too_few [K], count [K])."""
+    count = torch.zeros(k, dtype=torch.long, device=index.device).index_add(0, index, valid.long())
+    too_few = count < min_valid
+    return valid & ~too_few[index], too_few, count
+
+
+def scored_groups(rewards: torch.Tensor, group_ids: GroupIds | None = None, *,
+                  valid_mask: torch.Tensor | None = None, min_valid: int = 2) -> ScoredGroups:
+    """The completions to train on: scored ones in groups with at least ``min_valid`` scored members.
+
+    The loss mask is ``token_mask & trainable[:, None]``: an unscored completion, and every member of a
+    group with too few scored members, is out of the loss. Groups follow ``group_index`` (or the rows of
+    a [num_groups, G] input).
+    """
+    _check_min_valid(min_valid)
+    r, index, k = _flatten(rewards.detach(), group_ids)
+    trainable, too_few, count = _enough_scored(index, k, _valid(r, valid_mask), min_valid)
+    return ScoredGroups(trainable.reshape(rewards.shape), too_few, count)
+
+
 def _moments(r: torch.Tensor, index: torch.Tensor, k: int, valid: torch.Tensor) -> _GroupMoments:
     """Per-group count, sum, mean, population std and zero-variance flag over valid members."""
     zeros = torch.zeros(k, dtype=r.dtype, device=r.device)
@@ -98,7 +135,8 @@ def _moments(r: torch.Tensor, index: torch.Tensor, k: int, valid: torch.Tensor) 
 
 def grpo_advantages(rewards: torch.Tensor, group_ids: GroupIds | None = None, *, scale: Scale = "group",
                     leave_one_out: bool = False, eps: float = 1e-4,
-                    valid_mask: torch.Tensor | None = None, baseline: Baseline | None = None) -> torch.Tensor:
+                    valid_mask: torch.Tensor | None = None, baseline: Baseline | None = None,
+                    min_valid: int = 2) -> torch.Tensor:
     """A_i = (r_i - baseline_i) / (std + eps), one advantage per completion, same shape as rewards.
 
     rewards: [B] with ``group_ids`` [B] (tensor or any hashables, e.g. the reward client's
@@ -106,9 +144,12 @@ def grpo_advantages(rewards: torch.Tensor, group_ids: GroupIds | None = None, *,
     shape, bool) marks scored completions; NaN rewards are unscored too. See the module
     docstring for ``scale`` and ``baseline`` (``leave_one_out=True`` is
     ``baseline="leave_one_out"``). With the leave-one-out baseline and ``scale="group"``
-    the RLOO difference is divided by the group's population std.
+    the RLOO difference is divided by the group's population std. A group with fewer than
+    ``min_valid`` scored members gets 0 everywhere and takes no part in the batch std (see
+    ``scored_groups`` for the matching loss mask); ``min_valid=1`` lets a lone scored member count.
     Advantages are constants (no gradient flows to rewards).
     """
+    _check_min_valid(min_valid)
     if scale not in ("group", "batch", "none"):
         raise ValueError(f"scale must be 'group', 'batch' or 'none', got {scale!r}")
     if baseline is None:
@@ -118,7 +159,7 @@ def grpo_advantages(rewards: torch.Tensor, group_ids: GroupIds | None = None, *,
     if baseline not in ("mean", "leave_one_out", "none"):
         raise ValueError(f"baseline must be 'mean', 'leave_one_out' or 'none', got {baseline!r}")
     r, index, k = _flatten(rewards.detach(), group_ids)
-    valid = _valid(r, valid_mask)
+    valid, _, _ = _enough_scored(index, k, _valid(r, valid_mask), min_valid)
     m = _moments(r, index, k, valid)
     r0 = torch.where(valid, r, torch.zeros_like(r))
     if baseline == "leave_one_out":
@@ -137,12 +178,16 @@ def grpo_advantages(rewards: torch.Tensor, group_ids: GroupIds | None = None, *,
 
 
 def zero_variance_groups(rewards: torch.Tensor, group_ids: GroupIds | None = None, *,
-                         valid_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """bool [num_groups]: True where a group's valid rewards are all equal (or < 2 valid).
+                         valid_mask: torch.Tensor | None = None, min_valid: int = 2) -> torch.Tensor:
+    """bool [num_groups]: True where a group's valid rewards are all equal (or < 2 valid), or it has
+    fewer than ``min_valid`` valid members.
 
     Such groups get zero advantage everywhere; DAPO's dynamic sampling drops them and
     samples more prompts. Groups are rows of a [num_groups, G] input, or ``group_ids`` in
     order of first appearance (``group_index``); per completion: ``flags[group_index(ids)[0]]``.
     """
+    _check_min_valid(min_valid)
     r, index, k = _flatten(rewards.detach(), group_ids)
-    return _moments(r, index, k, _valid(r, valid_mask)).zero_var
+    valid = _valid(r, valid_mask)
+    _, too_few, _ = _enough_scored(index, k, valid, min_valid)
+    return _moments(r, index, k, valid).zero_var | too_few

@@ -19,7 +19,9 @@ subtracts nothing. A group whose scored step rewards are all equal (or that has 
 than two) carries no signal: its advantages are exactly 0 (unless ``baseline="none"``).
 Unscored steps (``scored=False``: neutral, or not checkable) take no part in the mean and
 std and contribute 0; an unscored completion (``valid_mask`` False) takes no part at all
-and gets 0. A completion with no steps gets 0 on every token and is reported
+and gets 0, and so does every member of a group with fewer than ``min_valid`` scored
+completions (``advantages.scored_groups``: the same rule as the outcome advantages). A
+completion with no steps gets 0 on every token and is reported
 (``no_steps``); tokens after a completion's last step end get 0.
 
 Steps are character spans ``[start, end)`` of the completion text; ``step_end_tokens``
@@ -36,7 +38,7 @@ from typing import Literal, NamedTuple, Protocol
 
 import torch
 
-from trainer_client.rl.advantages import GroupIds, group_index
+from trainer_client.rl.advantages import GroupIds, group_index, scored_groups
 
 
 class StepLike(Protocol):
@@ -96,13 +98,15 @@ def _normalisers(scores: torch.Tensor, group_of_step: torch.Tensor, k: int, scal
 def process_advantages(steps: Sequence[Sequence[StepLike]], token_char_ends: Sequence[Sequence[int]],
                        group_ids: GroupIds, width: int, *, scale: Literal["group", "batch", "none"] = "group",
                        baseline: Literal["mean", "none"] = "mean", eps: float = 1e-4,
-                       valid_mask: torch.Tensor | Sequence[bool] | None = None) -> ProcessAdvantages:
+                       valid_mask: torch.Tensor | Sequence[bool] | None = None,
+                       min_valid: int = 2) -> ProcessAdvantages:
     """Per-token process advantages [B, width] for B completions (see the module docstring).
 
     steps[i]: completion i's steps (``StepScore``s: ``end``, ``score``, ``scored``);
     token_char_ends[i]: the character end of each of its tokens, in order (at most
     ``width``; the rest of the row is padding and gets 0); group_ids: [B] ids of the
-    groups (any hashables); valid_mask: [B] False for unscored completions.
+    groups (any hashables); valid_mask: [B] False for unscored completions; a group with fewer
+    than ``min_valid`` scored completions gets 0 on every token.
     """
     b = len(steps)
     if len(token_char_ends) != b:
@@ -112,13 +116,17 @@ def process_advantages(steps: Sequence[Sequence[StepLike]], token_char_ends: Seq
     index, k = group_index(group_ids)
     if index.numel() != b:
         raise ValueError(f"group_ids has {index.numel()} entries but there are {b} completions")
-    valid = [True] * b if valid_mask is None else [bool(v) for v in valid_mask]
+    scored = [True] * b if valid_mask is None else [bool(v) for v in valid_mask]
+    valid = scored_groups(torch.zeros(b), index, valid_mask=torch.tensor(scored, dtype=torch.bool),
+                          min_valid=min_valid).trainable.tolist()
     rows, ends, scores = [], [], []
     for i in range(b):
-        if not valid[i]:
+        if not scored[i]:
             continue
         if len(token_char_ends[i]) > width:
             raise ValueError(f"completion {i} has {len(token_char_ends[i])} tokens, more than width={width}")
+        if not valid[i]:
+            continue  # its group has too few scored completions
         last_tokens = step_end_tokens(token_char_ends[i], [s.end for s in steps[i]])
         for step, last in zip(steps[i], last_tokens):
             if step.scored and last >= 0:
@@ -126,7 +134,7 @@ def process_advantages(steps: Sequence[Sequence[StepLike]], token_char_ends: Seq
                 ends.append(last)
                 scores.append(float(step.score))
     advantages = torch.zeros(b, width, dtype=torch.float32)
-    no_steps = torch.tensor([valid[i] and not steps[i] for i in range(b)], dtype=torch.bool)
+    no_steps = torch.tensor([scored[i] and not steps[i] for i in range(b)], dtype=torch.bool)
     if not scores:
         return ProcessAdvantages(advantages, no_steps, 0)
     row_t = torch.tensor(rows, dtype=torch.long)

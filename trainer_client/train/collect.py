@@ -3,10 +3,11 @@
 Generation runs ``generation_batch_prompts`` prompts per ``generate`` call; each call's
 groups are submitted to the reward service the moment it returns, so they are verified
 while the next call samples. After a round, with DAPO dynamic sampling, groups whose
-scored rewards are all equal (no learning signal) are dropped and a further round draws
-more prompts, until ``prompts_per_step`` groups carry signal or ``max_sampling_rounds``
-rounds have run; the batch is then cut to ``prompts_per_step`` groups. Without dynamic
-sampling every group of the single round is kept.
+scored rewards are all equal, or that have fewer than ``min_valid`` scored members (no
+learning signal), are dropped and a further round draws more prompts, until
+``prompts_per_step`` groups carry signal or ``max_sampling_rounds`` rounds have run; the
+batch is then cut to ``prompts_per_step`` groups. Without dynamic sampling every group of
+the single round is kept.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class GroupFiltering(Protocol):
     @property
     def max_sampling_rounds(self) -> int: ...
 
+    @property
+    def min_valid(self) -> int: ...
+
 
 @dataclass
 class StepData:
@@ -66,8 +70,8 @@ def group_payload(rows: list[PromptRow], rollouts: Rollouts, tag: str) -> list[l
     return groups
 
 
-def zero_variance_flags(results: list[GroupResult]) -> list[bool]:
-    """Per group: are its scored rewards all equal (or fewer than two scored)?"""
+def zero_variance_flags(results: list[GroupResult], min_valid: int = 2) -> list[bool]:
+    """Per group: are its scored rewards all equal (or fewer than two, or than ``min_valid``, scored)?"""
     if not results:
         return []
     rewards, valid = reward_mask_from([r for group in results for r in group.rewards])
@@ -75,7 +79,7 @@ def zero_variance_flags(results: list[GroupResult]) -> list[bool]:
     if len(sizes) != 1:
         raise ValueError("groups must all have the same size")
     shape = (len(results), sizes.pop())
-    return zero_variance_groups(rewards.view(shape), valid_mask=valid.view(shape)).tolist()
+    return zero_variance_groups(rewards.view(shape), valid_mask=valid.view(shape), min_valid=min_valid).tolist()
 
 
 def _round(model: Any, tokenizer: Any, rows: list[PromptRow], sampling: SamplingConfig, scorer: OverlappedScorer,
@@ -114,7 +118,7 @@ def collect_step(model: Any, tokenizer: Any, sampler: PromptSampler, scorer: Ove
             latencies.append((job.done_at or time.perf_counter()) - job.submitted_at)
             all_rows += chunk
         all_parts += parts
-        flags = zero_variance_flags(all_results[first:])
+        flags = zero_variance_flags(all_results[first:], grpo.min_valid)
         kept += [first + i for i, zero in enumerate(flags) if not (grpo.dynamic_sampling and zero)]
         if len(kept) >= need or not grpo.dynamic_sampling:
             break
@@ -129,7 +133,8 @@ def collect_step(model: Any, tokenizer: Any, sampler: PromptSampler, scorer: Ove
     return StepData(
         rollouts=sampled.select_groups(kept) if kept else sampled.select_groups([]),
         rows=[all_rows[i] for i in kept], results=[all_results[i] for i in kept], sampled=sampled,
-        sampled_results=all_results, sampled_zero_variance=zero_variance_flags(all_results), rounds=rounds,
+        sampled_results=all_results, sampled_zero_variance=zero_variance_flags(all_results, grpo.min_valid),
+        rounds=rounds,
         generate_s=timing["generate_s"], wait_reward_s=scorer.wait_s - wait_before, reward_latency_s=latencies,
         sampled_rows=all_rows)
 

@@ -157,10 +157,29 @@ class RunConfig:
                                  "rewards, statuses and explanations (reward-service inspect RUN_DIR; 0: off)",
                                  default=4)
     rollouts_max_mb: float = _help("rollouts.jsonl stops growing at this size (logged once)", default=100.0)
+    eval_every: int = _help("evaluate on run.eval_data every N steps and at the end, logged as eval/* "
+                            "(trainer-client eval's metrics; 0: off)", default=0)
+    eval_data: str = _help("held-out prompts for run.eval_every (the data.train format)", default="")
+    eval_n: int = _help("completions per held-out prompt", default=1)
+    eval_k: tuple[int, ...] = _help("the k of eval/pass@k and eval/maj@k, each <= run.eval_n", default=(1,))
+    eval_temperature: float = _help("eval sampling temperature (0: greedy, needs run.eval_n=1)", default=0.0)
+    eval_max_new_tokens: int = _help("eval generation budget (0: sampling.max_new_tokens)", default=0)
+    eval_max_prompts: int = _help("evaluate the first N held-out prompts only (0: all)", default=0)
+    eval_correct_at: float = _help("an eval sample is correct when its reward is at least this", default=1.0)
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.max_time_s < 0 or self.save_every < 0 or self.keep_checkpoints < 1:
             raise ValueError("need run.steps >= 1, run.max_time_s >= 0, run.save_every >= 0, run.keep_checkpoints >= 1")
+        if self.eval_every < 0 or self.eval_max_new_tokens < 0 or self.eval_max_prompts < 0 or self.eval_n < 1:
+            raise ValueError("need run.eval_every, run.eval_max_new_tokens, run.eval_max_prompts >= 0 and "
+                             "run.eval_n >= 1")
+        if self.eval_every and not self.eval_data:
+            raise ValueError("run.eval_every needs run.eval_data=PATH (held-out prompts)")
+        if not self.eval_k or any(k < 1 or k > self.eval_n for k in self.eval_k):
+            raise ValueError(f"every run.eval_k must be in 1..run.eval_n={self.eval_n}, got {list(self.eval_k)}")
+        if self.eval_temperature < 0 or (self.eval_temperature == 0 and self.eval_n != 1):
+            raise ValueError(f"run.eval_temperature must be >= 0, and 0 (greedy) needs run.eval_n=1 (got "
+                             f"{self.eval_temperature}, {self.eval_n}): greedy samples would all be the same")
         if self.rollouts_sample < 0 or self.rollouts_max_mb <= 0:
             raise ValueError(f"need run.rollouts_sample >= 0 (0: no rollouts.jsonl) and run.rollouts_max_mb > 0; "
                              f"got {self.rollouts_sample}, {self.rollouts_max_mb}")

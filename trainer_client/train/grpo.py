@@ -9,11 +9,13 @@ Why: the loop that turns the reward service's verdicts into a better policy, on 
 
 One step: draw ``prompts_per_step`` prompts, sample G completions each (scored while the
 next prompts are generated; see ``collect``), rewards -> group-relative advantages
-(unscored -> advantage 0 and out of the loss): one per completion from the outcome
+(unscored -> advantage 0 and out of the loss, as is every member of a group with fewer than
+``grpo.min_valid`` scored members): one per completion from the outcome
 score (``grpo.advantage: outcome``), per token from the step scores (``process``,
 DeepSeekMath's process supervision; ``rl.process_advantages``) or their sum (``both``);
 old and reference log-probs, ``ppo_epochs`` passes of the clipped surrogate (+ beta * KL)
-(see ``grpo_update``), one metrics line. Which member of the family runs (REINFORCE,
+(see ``grpo_update``; with ``grpo.update: trpo`` one trust-region step instead, see
+``trpo_update``), one metrics line. Which member of the family runs (REINFORCE,
 RLOO, GRPO, Dr. GRPO, DAPO) is the ``grpo`` section's values, usually set by
 ``algorithm: NAME`` (``presets``). A checkpoint
 every ``save_every`` steps and at the end; with ``run.resume`` a rerun continues from
@@ -29,7 +31,13 @@ from typing import Any
 
 import torch
 
-from trainer_client.rl import grpo_advantages, overlong_filter_mask, overlong_penalty, process_advantages
+from trainer_client.rl import (
+    grpo_advantages,
+    overlong_filter_mask,
+    overlong_penalty,
+    process_advantages,
+    scored_groups,
+)
 from trainer_client.train import checkpointing
 from trainer_client.train.collect import StepData, batch_rewards, collect_step
 from trainer_client.train.grpo_config import GrpoTrainerConfig, to_yaml
@@ -50,6 +58,7 @@ from trainer_client.train.run_configs import keep_config
 from trainer_client.train.run_logging import RunLogger
 from trainer_client.train.step_metrics import rollout_metrics
 from trainer_client.train.step_rewards import batch_steps, batch_token_char_ends
+from trainer_client.train.trpo_update import trpo_update
 from trainer_client.train.wandb_log import check_wandb, open_wandb
 
 logger = logging.getLogger(__name__)
@@ -111,15 +120,20 @@ class GrpoTrainer:
             self.run_logger.log_rollouts(step_records(self.step + 1, data, cfg.run.rollouts_sample, advantages))
         t2 = time.perf_counter()
         stats = {}
-        if batch is not None and batch.loss_mask.any():
+        if batch is not None and batch.loss_mask.any() and cfg.grpo.update == "trpo":
+            stats = trpo_update(self.model, batch, cfg.grpo, cfg.trpo, temperature=cfg.sampling.temperature,
+                                norm_len=cfg.sampling.max_new_tokens)
+        elif batch is not None and batch.loss_mask.any():
             stats = grpo_update(self.model, self.optimizer, batch, cfg.grpo, temperature=cfg.sampling.temperature,
                                 norm_len=cfg.sampling.max_new_tokens, max_grad_norm=cfg.optim.max_grad_norm,
                                 seed=cfg.run.seed, step=self.step)
         metrics["lr"] = self.scheduler.get_last_lr()[0]
-        self.scheduler.step()
+        if cfg.grpo.update != "trpo":  # TRPO takes no optimizer step, so no learning-rate step either
+            self.scheduler.step()
         t3 = time.perf_counter()
         for key in ("loss", "policy_loss", "kl", "clip_frac", "approx_kl", "ratio_mean", "entropy", "grad_norm"):
             metrics[key] = stats.get(key)
+        metrics.update({k: v for k, v in stats.items() if k.startswith("trpo/")})
         metrics["time/logprobs_s"] = t2 - t1
         metrics["time/train_s"] = t3 - t2
         metrics["time/step_s"] = t3 - t0
@@ -135,23 +149,27 @@ class GrpoTrainer:
             rewards = rewards + overlong_penalty(ro.lengths, cfg.sampling.max_new_tokens,
                                                  cfg.grpo.overlong_cache_len, cfg.grpo.overlong_penalty)
         group_ids = torch.arange(ro.num_groups, device=device).repeat_interleave(ro.group_size)
-        stats: dict[str, Any] = {}
+        min_valid = cfg.grpo.min_valid
+        groups = scored_groups(rewards, group_ids, valid_mask=scored, min_valid=min_valid)
+        stats: dict[str, Any] = {"groups_too_few_scored": int(groups.too_few.sum()),
+                                 "unscored_in_batch": int((~scored).sum()),
+                                 "scored_in_too_few_groups": int((scored & ~groups.trainable).sum())}
         advantages = torch.zeros_like(rewards)
         if cfg.grpo.advantage in ("outcome", "both"):
             advantages = grpo_advantages(rewards, group_ids, scale=cfg.grpo.advantage_scale,
-                                         baseline=cfg.grpo.baseline, valid_mask=scored)
+                                         baseline=cfg.grpo.baseline, valid_mask=scored, min_valid=min_valid)
         if cfg.grpo.advantage in ("process", "both"):
             process = process_advantages(
                 batch_steps(data.results), batch_token_char_ends(self.tokenizer, ro.completion_ids, ro.lengths),
                 group_ids.tolist(), ro.completion_ids.shape[1], scale=cfg.grpo.advantage_scale,
-                baseline=cfg.grpo.baseline, valid_mask=scored.tolist())
+                baseline=cfg.grpo.baseline, valid_mask=scored.tolist(), min_valid=min_valid)
             missing = int(process.no_steps.sum())
             if missing:
                 logger.warning("step %d: %d scored completion(s) came back without step scores: process advantage 0 "
                                "(is the task a step-scoring one?)", self.step, missing)
-            stats = {"process/no_steps": missing, "process/scored_steps": process.scored_steps}
+            stats.update({"process/no_steps": missing, "process/scored_steps": process.scored_steps})
             advantages = advantages[:, None] + process.advantages.to(device)
-        loss_mask = ro.completion_mask & scored[:, None]
+        loss_mask = ro.completion_mask & groups.trainable[:, None]  # unscored, and groups with too few scored: out
         if cfg.grpo.overlong_filter:
             loss_mask = overlong_filter_mask(loss_mask, ro.truncated)
         mb, temp = cfg.grpo.micro_batch_size, cfg.sampling.temperature

@@ -6,8 +6,10 @@
 The ``grpo`` section holds what the group-relative family varies: the baseline and
 scaling of the advantages, what they are computed from (``advantage``: the outcome
 score, the step scores, or both), the loss aggregation, the clip, the KL term and DAPO's
-sampling and length treatments. ``algorithm: NAME`` picks a preset of these values
-(``presets``: reinforce, rloo, grpo, dr_grpo, dapo); explicit values win over it.
+sampling and length treatments, and the update rule (``update``: the clipped surrogate, or
+TRPO's trust-region step, whose settings are the ``trpo`` section, ``trpo_config``).
+``algorithm: NAME`` picks a preset of these values (``presets``: reinforce, rloo, grpo,
+dr_grpo, dapo, trpo); explicit values win over it.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from trainer_client.train.config import (
     SamplingConfig,
     _help,
 )
+from trainer_client.train.trpo_config import TrpoConfig
 
 ADVANTAGE_SCALES = ("group", "batch", "none")
 BASELINES = ("mean", "leave_one_out", "none")
+UPDATES = ("clipped", "trpo")
 
 
 @dataclass(frozen=True)
@@ -42,11 +46,18 @@ class GrpoConfig:
                                  "(Dr. GRPO)", default="group")
     baseline: str = _help("mean (GRPO: the group mean), leave_one_out (RLOO: the mean of the other members) or "
                           "none (REINFORCE: A = r, and zero-variance groups keep their reward)", default="mean")
+    min_valid: int = _help("scored members a group needs to give an advantage: a group with fewer gives none "
+                           "(every member advantage 0 and out of the loss; counted as groups_too_few_scored). "
+                           "Unscored members never enter a group's mean or std. 1: a lone scored member counts",
+                           default=2)
     advantage: str = _help("outcome (one score per completion), process (step scores, DeepSeekMath 4.1.3: each "
                            "token gets the sum of the group-normalised scores of the steps ending at or after it) "
                            "or both (the two added per token)", default="outcome")
     loss_agg: str = _help("token (DAPO), sequence (GRPO) or seq_sum_norm (Dr. GRPO, / max_new_tokens)",
                           default="token")
+    update: str = _help("clipped (the clipped surrogate, AdamW steps: every preset but trpo) or trpo (one "
+                        "natural-gradient step per batch inside the KL trust region of the trpo section; no "
+                        "optimizer step, clip and lr unused)", default="clipped")
     eps_low: float = _help("lower clip range of the ratio (1 - eps_low)", default=0.2)
     eps_high: float = _help("upper clip range (1 + eps_high); 0.28 is DAPO's clip-higher", default=0.2)
     dual_clip_c: float | None = _help("dual-clip bound for negative advantages (e.g. 3; null: off)", default=None)
@@ -70,11 +81,20 @@ class GrpoConfig:
             raise ValueError(f"grpo.advantage_scale must be one of {ADVANTAGE_SCALES}, got {self.advantage_scale!r}")
         if self.baseline not in BASELINES:
             raise ValueError(f"grpo.baseline must be one of {BASELINES}, got {self.baseline!r}")
+        if isinstance(self.min_valid, bool) or not isinstance(self.min_valid, int) or self.min_valid < 1:
+            raise ValueError(f"grpo.min_valid must be an integer >= 1 (scored members a group needs), "
+                             f"got {self.min_valid!r}")
         if self.advantage not in ADVANTAGE_SOURCES:
             raise ValueError(f"grpo.advantage must be one of {ADVANTAGE_SOURCES}, got {self.advantage!r}")
         if self.advantage != "outcome" and self.baseline == "leave_one_out":
             raise ValueError("grpo.advantage=process/both normalises step scores by the group's step mean; "
                              "set grpo.baseline=mean (or none), or grpo.advantage=outcome for RLOO")
+        if self.update not in UPDATES:
+            raise ValueError(f"grpo.update must be one of {UPDATES}, got {self.update!r}")
+        if self.update == "trpo" and (self.beta or self.entropy_coef or self.ppo_epochs != 1 or self.mini_batch_size):
+            raise ValueError("grpo.update=trpo takes one trust-region step on the whole batch with no extra loss "
+                             "terms: set grpo.beta=0, grpo.entropy_coef=0, grpo.ppo_epochs=1 and "
+                             "grpo.mini_batch_size=0 (algorithm: trpo does)")
         if self.loss_agg not in AGG_MODES:
             raise ValueError(f"grpo.loss_agg must be one of {AGG_MODES}, got {self.loss_agg!r}")
         if self.kl_estimator not in KL_ESTIMATORS:
@@ -98,6 +118,7 @@ class GrpoTrainerConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     grpo: GrpoConfig = field(default_factory=GrpoConfig)
+    trpo: TrpoConfig = field(default_factory=TrpoConfig)  # read only with grpo.update=trpo
     optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
     algorithm: str | None = None  # the preset applied under the explicit values (``presets``)

@@ -77,3 +77,21 @@ def batched_logprobs(model: torch.nn.Module, prompt_ids: torch.Tensor, prompt_ma
         parts.append(completion_logprobs(model, prompt_ids[rows], prompt_mask[rows], completion_ids[rows],
                                          completion_mask[rows], temperature=temperature).logp)
     return torch.cat(parts, dim=0)
+
+
+def completion_log_dists(model: torch.nn.Module, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+                         completion_ids: torch.Tensor, completion_mask: torch.Tensor, *,
+                         temperature: float = 1.0) -> torch.Tensor:
+    """The whole next-token distribution [B, Tc, V] (fp32 log-probs) at each completion position.
+
+    Same forward pass as ``completion_logprobs`` (positions, ``logits_to_keep``, temperature);
+    for exact per-position KLs (TRPO's trust region). Memory grows with the vocabulary:
+    micro-batch accordingly.
+    """
+    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
+    attention_mask = torch.cat([prompt_mask.long(), completion_mask.long()], dim=1)
+    tc = completion_ids.shape[1]
+    extra = {"logits_to_keep": tc + 1} if _accepts_logits_to_keep(model) else {}
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from(attention_mask),
+                use_cache=False, **extra)
+    return torch.log_softmax(out.logits[:, -(tc + 1):-1, :].float() / temperature, dim=-1)

@@ -21,6 +21,7 @@ import torch
 from tqdm import tqdm
 
 from trainer_client.errors import NothingScoredError
+from trainer_client.evaluation.during_training import PeriodicEval
 from trainer_client.train import checkpointing
 from trainer_client.train.data_checks import check_prompts
 from trainer_client.train.reward_overlap import OverlappedScorer, open_scorer
@@ -43,7 +44,9 @@ class RunSummary:
 class SteppedTrainer(Protocol):
     """What :func:`run_training` drives: a trainer with a step counter, a logger and a checkpoint."""
 
-    config: Any            # .run (RunConfig), .reward (RewardConfig) and .data (DataConfig)
+    config: Any            # .run (RunConfig), .reward (RewardConfig), .data (DataConfig), .sampling
+    model: Any             # the policy (run.eval_every evaluates it)
+    tokenizer: Any
     run_dir: str
     sampler: PromptSampler
     step: int
@@ -84,25 +87,33 @@ def run_training(trainer: SteppedTrainer, desc: str,
     started = time.perf_counter()
     start_step = trainer.step
     rewards: list[float | None] = []
+    periodic = PeriodicEval.from_config(trainer.config)  # run.eval_every: None when off
     bar = tqdm(total=run.steps, initial=trainer.step, disable=not run.progress, desc=desc, unit="step")
     try:
         with open_scorer(trainer.config.reward, trainer.run_dir) as scorer:
             if trainer.config.data.check_tasks:  # before step 0: rows the reward service cannot score
-                check_prompts(trainer.sampler.rows, scorer.list_tasks(), trainer.config.data.train, scorer.endpoint)
+                tasks = scorer.list_tasks()
+                check_prompts(trainer.sampler.rows, tasks, trainer.config.data.train, scorer.endpoint)
+                if periodic is not None:
+                    check_prompts(periodic.rows, tasks, periodic.path, scorer.endpoint)
             while trainer.step < run.steps:
                 metrics = trainer.train_step(scorer)
                 trainer.step += 1
+                out_of_time = run.max_time_s and time.perf_counter() - started >= run.max_time_s
+                if periodic is not None and periodic.due(trainer.step, trainer.step == run.steps or out_of_time):
+                    metrics.update(periodic.run(trainer.model, trainer.tokenizer, scorer, trainer.step))
                 trainer.run_logger.log(trainer.step, metrics)
                 rewards.append(metrics["reward_mean"])
                 bar.update(1)
                 bar.set_postfix(postfix(metrics))
-                out_of_time = run.max_time_s and time.perf_counter() - started >= run.max_time_s
                 if (run.save_every and trainer.step % run.save_every == 0) or trainer.step == run.steps \
                         or out_of_time:
                     trainer.save()
                 if out_of_time:
                     logger.info("stopping at step %d: run.max_time_s=%s reached", trainer.step, run.max_time_s)
                     break
+        if periodic is not None:
+            periodic.plot(trainer.run_dir)
     finally:
         bar.close()
         trainer.run_logger.close()

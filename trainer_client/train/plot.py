@@ -1,5 +1,8 @@
 """``trainer-client plot RUN_DIR``: reward and KL curves from ``metrics.jsonl`` to ``RUN_DIR/curves.png``.
 
+With ``run.eval_every``, :func:`plot_eval` draws the held-out metrics (``eval/*``) to
+``RUN_DIR/eval_curves.png`` (the trainers call it at the end of the run).
+
 The KL panel shows the KL to the reference policy (``kl``) when the run had one
 (beta > 0), else the old-vs-new policy estimate of each update (``approx_kl``).
 matplotlib is optional: without it ``plot_run`` raises ``PlotUnavailable`` saying how to
@@ -37,16 +40,60 @@ def curves(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "kl": [r.get(kl_key) for r in records]}
 
 
-def plot_run(run_dir: str | Path, out: str | Path | None = None, window: int = 5) -> Path:
-    """Draws the curves of ``run_dir``; returns the image path."""
+def _pyplot() -> Any:
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise PlotUnavailable("matplotlib is not installed: `pip install matplotlib` (it is not yet a "
-                              "dependency of this project)") from exc
+        raise PlotUnavailable("matplotlib is not installed: `pip install 'reward-suite[train]'` "
+                              "(or `pip install matplotlib`)") from exc
+    return plt
+
+
+EVAL_PREFIX = "eval/"
+
+
+def eval_curves(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Steps that evaluated, and each overall eval series (accuracy, reward_mean, pass@k, maj@k) on them."""
+    rows = [r for r in records if r.get("eval/samples") is not None]
+    names = sorted({k[len(EVAL_PREFIX):] for r in rows for k in r if k.startswith(EVAL_PREFIX)
+                    and "/" not in k[len(EVAL_PREFIX):] and k[len(EVAL_PREFIX):].startswith(
+                        ("accuracy", "reward_mean", "pass@", "maj@"))})
+    return {"steps": [r["step"] for r in rows], **{n: [r.get(EVAL_PREFIX + n) for r in rows] for n in names}}
+
+
+def plot_eval(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Draws the held-out curves (``eval/*`` lines of metrics.jsonl) to ``RUN_DIR/eval_curves.png``."""
+    plt = _pyplot()
+    c = eval_curves(read_metrics(run_dir))
+    if not c["steps"]:
+        raise FileNotFoundError(f"{Path(run_dir) / 'metrics.jsonl'}: no eval/* metrics to plot")
+    fig, (ax_a, ax_r) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for name, values in c.items():
+        if name not in ("steps", "reward_mean"):
+            ax_a.plot(c["steps"], [float("nan") if v is None else v for v in values], marker="o", label=name)
+    ax_a.set_ylabel("held-out (unscored excluded)")
+    ax_a.set_ylim(-0.02, 1.02)
+    ax_a.legend(loc="best")
+    ax_a.grid(alpha=0.3)
+    ax_r.plot(c["steps"], [float("nan") if v is None else v for v in c.get("reward_mean", [])], marker="o",
+              color="tab:green")
+    ax_r.set_ylabel("held-out reward mean")
+    ax_r.set_xlabel("step")
+    ax_r.grid(alpha=0.3)
+    fig.suptitle(f"{run_dir}: evaluation")
+    fig.tight_layout()
+    path = Path(out) if out else Path(run_dir) / "eval_curves.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_run(run_dir: str | Path, out: str | Path | None = None, window: int = 5) -> Path:
+    """Draws the curves of ``run_dir``; returns the image path."""
+    plt = _pyplot()
     records = read_metrics(run_dir)
     if not records:
         raise FileNotFoundError(f"{Path(run_dir) / 'metrics.jsonl'}: no metrics to plot")

@@ -62,6 +62,7 @@ class _KeepEveryGroup:
 
     dynamic_sampling: bool = False
     max_sampling_rounds: int = 1
+    min_valid: int = 2  # for the zero_variance_frac metric only: PPO's critic, not the group, is its baseline
 
 
 class PpoTrainer:

@@ -25,6 +25,10 @@ What each one is, on this code:
   without the per-sequence length normalisation (sum over tokens / a constant); no KL.
 - ``dapo`` (Yu et al., 2025, arXiv:2503.14476): clip-higher (0.2 / 0.28), token-level
   loss, dynamic sampling of zero-variance groups, soft overlong punishment; no KL.
+- ``trpo`` (Schulman et al., 2015, arXiv:1502.05477): GRPO's group advantages with no
+  clip and no optimizer: one natural-gradient step per batch (conjugate gradient on
+  Fisher-vector products) inside a KL trust region, enforced by a backtracking line search
+  on the measured KL (the ``trpo`` section: max_kl, cg_iters, cg_damping, backtrack_*).
 - ``ppo`` (Schulman et al., 2017; Ouyang et al., 2022): a critic, GAE, whitened
   advantages, clipped policy and value losses; runs with ``trainer-client ppo``.
 
@@ -66,6 +70,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("dapo", "grpo", "DAPO: clip-higher 0.2/0.28, token-level loss, dynamic sampling, overlong shaping, no KL",
            {"grpo": {"baseline": "mean", "advantage_scale": "group", "loss_agg": "token", "eps_low": 0.2,
                      "eps_high": 0.28, "beta": 0.0, "dynamic_sampling": True, "overlong_penalty": 1.0}}),
+    Preset("trpo", "grpo", "TRPO: group mean/std advantages, token-mean surrogate, one natural-gradient step per "
+           "batch in a KL trust region (trpo.max_kl 0.01), no clip, no KL term",
+           {"grpo": {"update": "trpo", "baseline": "mean", "advantage_scale": "group", "loss_agg": "token",
+                     "beta": 0.0, "entropy_coef": 0.0, "dynamic_sampling": False, **_SINGLE_PASS}}),
     Preset("ppo", "ppo", "PPO: critic + GAE, whitened advantages, clip 0.2, value clip 0.2, KL in the reward",
            {"ppo": {"eps_low": 0.2, "eps_high": 0.2, "value_clip": 0.2, "whiten_advantages": True,
                     "kl_in_reward": True, "kl_estimator": "k1"}}),

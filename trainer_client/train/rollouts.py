@@ -184,8 +184,12 @@ def completion_lengths(completion_ids: torch.Tensor, eos_ids: Sequence[int],
 
 
 @torch.no_grad()
-def generate_groups(model: Any, tokenizer: Any, rows: Sequence[PromptRow], sampling: SamplingConfig) -> Rollouts:
-    """G = ``sampling.group_size`` sampled completions for each row, in one ``generate`` call."""
+def generate_groups(model: Any, tokenizer: Any, rows: Sequence[PromptRow], sampling: SamplingConfig,
+                    greedy: bool = False) -> Rollouts:
+    """G = ``sampling.group_size`` sampled completions for each row, in one ``generate`` call.
+
+    ``greedy``: decode greedily instead (evaluation; the sampling knobs are not used).
+    """
     if tokenizer.padding_side != "left":
         raise ValueError("batched generation needs tokenizer.padding_side == 'left'")
     device = next(model.parameters()).device
@@ -198,8 +202,10 @@ def generate_groups(model: Any, tokenizer: Any, rows: Sequence[PromptRow], sampl
     extra = {"stop_strings": list(sampling.stop_strings), "tokenizer": tokenizer} if sampling.stop_strings else {}
     was_training = model.training
     model.eval()
-    out = model.generate(**enc, do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p,
-                         top_k=sampling.top_k, max_new_tokens=sampling.max_new_tokens, num_return_sequences=g,
+    decoding = ({"do_sample": False, "temperature": None, "top_p": None, "top_k": None} if greedy else
+                {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p,
+                 "top_k": sampling.top_k})
+    out = model.generate(**enc, **decoding, max_new_tokens=sampling.max_new_tokens, num_return_sequences=g,
                          eos_token_id=eos_ids, pad_token_id=pad_id, use_cache=True, **extra)
     model.train(was_training)
     tp = enc["input_ids"].shape[1]

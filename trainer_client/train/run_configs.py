@@ -35,6 +35,9 @@ FREE_KEYS = frozenset({
     "run.steps", "run.max_time_s", "run.dir", "run.resume", "run.allow_config_change", "run.progress",
     "run.tensorboard", "run.wandb", "run.wandb_project", "run.wandb_name", "run.rollouts_sample",
     "run.rollouts_max_mb", "run.save_every", "run.keep_checkpoints", "model.threads",
+    # held-out evaluation samples in a forked RNG: it watches the run without changing it
+    "run.eval_every", "run.eval_data", "run.eval_n", "run.eval_k", "run.eval_temperature", "run.eval_max_new_tokens",
+    "run.eval_max_prompts", "run.eval_correct_at",
 })
 
 

@@ -1,0 +1,262 @@
+"""Supervised fine-tuning of a causal LM: the loss on completion tokens only, chat-template aware.
+
+Why: the first rung of post-training. A policy that has never written the answer format gives
+GRPO groups of all-zero rewards; SFT on demonstrations teaches the format (and, on the tiny
+task, the arithmetic) first. The tiny demo's start checkpoint is made with its encoding and loss
+(``examples/tiny/warmup.py``).
+
+    trainer-client sft --model runs/tiny_start --data data/sft/train.jsonl --eval-data data/sft/test.jsonl \\
+        --out runs/sft --epochs 2 --lr 1e-3
+    # on a GPU node, unchanged but for:  --device cuda --dtype bfloat16
+
+Rows are ``{"prompt", "completion"}`` or ``{"messages"}`` (``chat_data``); ``--packing`` puts
+several examples in one row (each attends only to itself). The output directory holds the model
+and tokenizer (``save_pretrained``), ``train_config.json``, ``metrics.json`` (summary) and
+``metrics.jsonl`` (one line per logged step, mirrored to TensorBoard when it is installed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from reward_core.dtype_names import canonical_dtype
+from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, set_up_run
+from trainer_client.sft.chat_data import EncodedExample, encode_example, pack, read_examples
+from trainer_client.sft.token_batches import (
+    completion_loss,
+    forward_logits,
+    packed_batch,
+    pad_batch,
+    token_accuracy,
+    token_logprobs,
+)
+from trainer_client.train.run_logging import RunLogger
+
+logger = logging.getLogger(__name__)
+
+METRICS_FILE = "metrics.json"
+TRAIN_CONFIG_FILE = "train_config.json"
+
+
+def check_common_options(config: Any) -> None:
+    """The checks SFT and DPO configs share (positive sizes, lr, ratios, device, dtype)."""
+    for name in ("max_length", "epochs", "batch_size", "eval_batch_size", "logging_steps"):
+        if getattr(config, name) < 1:
+            raise ValueError(f"{name} must be >= 1, got {getattr(config, name)}; pass --{name.replace('_', '-')} 1 "
+                             "or more")
+    if not (config.lr > 0 and math.isfinite(config.lr)):
+        raise ValueError(f"lr must be a positive number, got {config.lr}")
+    if not 0.0 <= config.warmup_ratio < 1.0:
+        raise ValueError(f"warmup_ratio must be in [0, 1), got {config.warmup_ratio}; try 0.1")
+    for name in ("weight_decay", "max_grad_norm"):
+        if getattr(config, name) < 0:
+            raise ValueError(f"{name} must be >= 0, got {getattr(config, name)}; use 0 to disable it")
+    if config.max_steps is not None and config.max_steps < 1:
+        raise ValueError(f"max_steps must be >= 1 or unset, got {config.max_steps}")
+    object.__setattr__(config, "dtype", canonical_dtype(config.dtype))
+    if not (config.device in ("cpu", "cuda", "auto") or config.device.startswith("cuda:")):
+        raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {config.device!r}")
+    if config.num_threads is not None and config.num_threads < 1:
+        raise ValueError(f"num_threads must be >= 1, got {config.num_threads}")
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    data: str = field(metadata={"help": "training examples, JSONL lines {prompt, completion} or {messages}"})
+    out_dir: str = field(metadata={"help": "output directory (model, tokenizer, metrics)",
+                                   "flag": "out", "metavar": "OUT_DIR"})
+    model: str = field(metadata={"help": "local path of a transformers causal LM (and its tokenizer)"})
+    eval_data: str | None = field(default=None, metadata={
+        "help": "held-out examples (same format): completion-token loss and accuracy before training and each epoch"})
+    max_length: int = field(default=1024, metadata={"help": "max tokens per example (longer: the end is cut)"})
+    packing: bool = field(default=False, metadata={
+        "help": "pack several examples into rows of max_length tokens (each attends only to itself)"})
+    epochs: int = field(default=1, metadata={"help": "passes over the training data"})
+    max_steps: int | None = field(default=None, metadata={"help": "stop after this many optimizer steps"})
+    batch_size: int = field(default=8, metadata={"help": "rows (examples, or packed rows) per optimizer step"})
+    eval_batch_size: int = field(default=32, metadata={"help": "examples per forward pass when evaluating"})
+    lr: float = field(default=2e-5, metadata={"help": "peak AdamW learning rate (TRL's SFTConfig: 2e-5)"})
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay (not on biases/norms)"})
+    warmup_ratio: float = field(default=0.0, metadata={
+        "help": "fraction of steps with linear warmup, then linear decay to 0"})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping norm (0 disables)"})
+    disable_dropout: bool = field(default=True, metadata={"help": "turn dropout off"})
+    max_train_examples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
+    logging_steps: int = field(default=10, metadata={"help": "write a metrics.jsonl line every N steps"})
+    tensorboard: bool = field(default=True, metadata={"help": "mirror metrics to OUT_DIR/tensorboard (if installed)"})
+    seed: int = field(default=0, metadata={"help": "seed for shuffling"})
+    device: str = field(default="cpu", metadata={"help": "'cpu', 'cuda', 'cuda:N' or 'auto' (cuda when available)"})
+    dtype: str = field(default="float32", metadata={
+        "help": "'float32' or 'bfloat16' (bfloat16 autocast; weights stay float32)"})
+    num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)"})
+    progress: bool = field(default=True, metadata={"help": "show a tqdm progress bar"})
+
+    def __post_init__(self) -> None:
+        check_common_options(self)
+        if self.max_train_examples is not None and self.max_train_examples < 1:
+            raise ValueError(f"max_train_examples must be >= 1 or unset, got {self.max_train_examples}")
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """Completion-token loss and accuracy on held-out examples."""
+
+    loss: float  # mean NLL per completion token
+    token_accuracy: float  # argmax == the next completion token
+    tokens: int
+
+
+@dataclass(frozen=True)
+class SFTResult:
+    out_dir: str
+    steps: int
+    train_loss: list[float]  # mean loss per epoch
+    evals: list[HeldOut]  # before training, then after each epoch (empty without eval data)
+    wall_time_s: float
+    metrics: dict[str, Any]
+
+
+# ----------------------------------------------------------------------------- model, data, evaluation
+
+
+def load_causal_lm(path: str, device: torch.device) -> tuple[Any, Any]:
+    """The causal LM (float32, on ``device``) and its tokenizer (a pad token set: eos when it has none)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trainer_client.preflight import check_model_path
+
+    path = check_model_path(path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device)
+    return model, tokenizer
+
+
+def autocast(device: torch.device, dtype: str):
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=dtype == "bfloat16")
+
+
+@torch.no_grad()
+def evaluate(model: Any, examples: Sequence[EncodedExample], pad_id: int, batch_size: int, device: torch.device,
+             dtype: str = "float32") -> HeldOut:
+    """Held-out completion-token NLL and argmax accuracy (summed over all tokens, not averaged per example)."""
+    was_training = model.training
+    model.eval()
+    nll, right, total = 0.0, 0, 0
+    for start in range(0, len(examples), batch_size):
+        batch = pad_batch(examples[start:start + batch_size], pad_id, device)
+        with autocast(device, dtype):
+            logits = forward_logits(model, batch)
+        logp, _ = token_logprobs(logits, batch)
+        nll -= float(logp.sum())
+        r, n = token_accuracy(logits, batch)
+        right, total = right + r, total + n
+    model.train(was_training)
+    return HeldOut(nll / max(1, total), right / max(1, total), total)
+
+
+def _batches(train: Sequence[EncodedExample], config: SFTConfig, pad_id: int, rng: random.Random,
+             device: torch.device) -> list[dict[str, torch.Tensor]]:
+    order = list(range(len(train)))
+    rng.shuffle(order)
+    if config.packing:
+        rows = pack([train[i] for i in order], config.max_length)
+        rng.shuffle(rows)
+        return [packed_batch(rows[s:s + config.batch_size], pad_id, device)
+                for s in range(0, len(rows), config.batch_size)]
+    return [pad_batch([train[i] for i in order[s:s + config.batch_size]], pad_id, device)
+            for s in range(0, len(order), config.batch_size)]
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def train_sft(config: SFTConfig) -> SFTResult:
+    """Train, evaluate before and after each epoch, log, and save everything to ``config.out_dir``."""
+    from tqdm.auto import tqdm
+
+    started = time.perf_counter()
+    device = set_up_run("sft", config, config.model)
+    train_rows = read_examples(config.data)[: config.max_train_examples]
+    eval_rows = read_examples(config.eval_data) if config.eval_data else []
+    model, tokenizer = load_causal_lm(config.model, device)
+    if config.disable_dropout:
+        disable_dropout(model)
+    train = [encode_example(tokenizer, r, config.max_length) for r in train_rows]
+    held_out = [encode_example(tokenizer, r, config.max_length) for r in eval_rows]
+    logger.info("%d training examples (%d truncated, %d completion tokens), %d held-out", len(train),
+                sum(e.truncated for e in train), sum(sum(e.trained) for e in train), len(held_out))
+    pad_id = tokenizer.pad_token_id
+    rng = random.Random(config.seed)
+    rows = len(pack(train, config.max_length)) if config.packing else len(train)  # packing ignores the order
+    per_epoch = math.ceil(rows / config.batch_size)
+    total_steps = min(per_epoch * config.epochs, config.max_steps or math.inf)
+    optimizer, scheduler = optimizer_and_schedule(model, config, int(total_steps))
+    run_log = RunLogger(config.out_dir, tensorboard=config.tensorboard)
+    evals: list[HeldOut] = []
+    if held_out:
+        evals.append(evaluate(model, held_out, pad_id, config.eval_batch_size, device, config.dtype))
+        run_log.log(0, {"eval/loss": evals[-1].loss, "eval/token_accuracy": evals[-1].token_accuracy})
+    step, train_losses = 0, []
+    model.train()
+    with tqdm(total=int(total_steps), desc="sft", disable=not config.progress, unit="step") as bar:
+        for epoch in range(1, config.epochs + 1):
+            losses: list[float] = []
+            for batch in _batches(train, config, pad_id, rng, device):
+                if step >= total_steps:
+                    break
+                with autocast(device, config.dtype):
+                    loss = completion_loss(forward_logits(model, batch), batch)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm or math.inf)
+                optimizer.step()
+                scheduler.step()
+                step += 1
+                losses.append(loss.item())
+                bar.update(1)
+                if step % config.logging_steps == 0:
+                    run_log.log(step, {"loss": losses[-1], "grad_norm": float(grad_norm), "epoch": epoch,
+                                       "lr": scheduler.get_last_lr()[0],
+                                       "num_tokens": int(batch["trained"].sum())})
+            train_losses.append(sum(losses) / max(1, len(losses)))
+            if held_out:
+                evals.append(evaluate(model, held_out, pad_id, config.eval_batch_size, device, config.dtype))
+                run_log.log(step, {"eval/loss": evals[-1].loss, "eval/token_accuracy": evals[-1].token_accuracy,
+                                   "epoch": epoch})
+                logger.info("epoch %d: train_loss %.4f, eval_loss %.4f, eval_token_accuracy %.4f", epoch,
+                            train_losses[-1], evals[-1].loss, evals[-1].token_accuracy)
+            if step >= total_steps:
+                break
+    run_log.close()
+    wall = time.perf_counter() - started
+    metrics = {"steps": step, "train_loss": train_losses, "wall_time_s": round(wall, 2),
+               "num_train_examples": len(train), "num_train_examples_truncated": sum(e.truncated for e in train),
+               "base_model": config.model}
+    if evals:
+        metrics.update(eval_loss=[e.loss for e in evals], eval_token_accuracy=[e.token_accuracy for e in evals],
+                       num_eval_tokens=evals[-1].tokens)
+    save_run(model, tokenizer, config, Path(config.out_dir), metrics)
+    logger.info("saved the fine-tuned model to %s (%.1f s)", config.out_dir, wall)
+    return SFTResult(config.out_dir, step, train_losses, evals, wall, metrics)
+
+
+def save_run(model: Any, tokenizer: Any, config: Any, out: Path, metrics: dict[str, Any]) -> None:
+    """Model and tokenizer (``save_pretrained``), the config and the summary metrics."""
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    (out / TRAIN_CONFIG_FILE).write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
+    (out / METRICS_FILE).write_text(json.dumps(metrics, indent=2) + "\n")
