@@ -127,7 +127,7 @@ def main() -> int:
               f"{sum(r.task == 'gsm8k' for r in rollouts)} gsm8k), {args.workers} workers, "
               f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}", flush=True)
         with Scorer(config) as scorer:
-            scorer.canary_run.wait()  # the start-up canaries run in this process: not during a timed pass
+            scorer.startup_checks.wait()  # the start-up canaries run in this process: not during a timed pass
             source = EngineSource(scorer)
             with old.open("w") as f:  # the stored file: score --keep-inputs (untimed; its verdicts are the old ones)
                 for start in range(0, len(rollouts), CHUNK):
@@ -157,7 +157,7 @@ def main() -> int:
         disk = None
         if args.disk:
             with Scorer(config) as second:
-                second.canary_run.wait()
+                second.startup_checks.wait()
                 fresh_cache(second, db)
                 disk = timed_rescore(EngineSource(second), old, work / "disk.jsonl")
                 hits = second.cache.stats().hits

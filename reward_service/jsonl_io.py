@@ -1,32 +1,91 @@
-"""JSONL rollouts in, JSONL results out (one line per rollout, same order, same ids)."""
+"""JSONL rollouts in, JSONL results out (one line per rollout, same order, same ids).
+
+Lines are parsed and written with orjson (several times faster than the stdlib on the files ``rescore``
+reads and writes). Where orjson and the stdlib ``json`` would disagree, a line takes the stdlib's path,
+so every file reads and writes the same values as with ``json`` alone: an integer past 64 bits (orjson
+reads a float), ``NaN``/``Infinity`` (orjson rejects them on reading and writes ``null``), a lone
+surrogate, and any error (the message is the stdlib's).
+"""
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, BinaryIO, TextIO
+
+import orjson
 
 from reward_core.contract import InvalidRollout, Rollout, RolloutResult
+
+#: Lines written to the file at once.
+WRITE_LINES = 256
+#: orjson reads an integer past 64 bits as a float: a line holding a float this large (or larger) is read again
+#: with ``json``, which keeps such an integer exact.
+_BIG_FLOAT = 2.0**63
 
 
 class JsonlError(ValueError):
     """A JSONL input line is malformed; the message names the file and line."""
 
 
+def parse_line(line: bytes) -> Any:
+    """One JSON line (UTF-8 bytes) as Python values, exactly as ``json.loads`` reads it; raises
+    ``json.JSONDecodeError`` (or ``UnicodeDecodeError``) on a malformed line."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass  # NaN, a lone surrogate, or malformed: the stdlib reads it or says why not
+    else:
+        if not _holds_big_float(value):
+            return value
+    return json.loads(line.decode("utf-8"))
+
+
+def _holds_big_float(value: Any) -> bool:
+    """Whether a parsed value holds a float of magnitude 2**63 or more (at any depth)."""
+    stack = [value.values() if type(value) is dict else value if type(value) is list else (value,)]
+    while stack:
+        for item in stack.pop():
+            kind = type(item)
+            if kind is str:  # most values: nothing to look at
+                continue
+            if kind is float:
+                if not -_BIG_FLOAT < item < _BIG_FLOAT:
+                    return True
+            elif kind is dict:
+                stack.append(item.values())
+            elif kind is list:
+                stack.append(item)
+    return False
+
+
+def dump_line(value: Any) -> bytes:
+    """``value`` as one JSON line with its newline in UTF-8, the same values ``json.dumps(value,
+    ensure_ascii=False)`` writes (orjson's compact separators)."""
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # an integer past 64 bits, a type orjson does not know, a lone surrogate (raises below)
+        return (json.dumps(value, ensure_ascii=False) + "\n").encode("utf-8")
+    if b"null" in data:  # orjson writes NaN and infinities as null: let the stdlib write what it holds
+        return (json.dumps(value, ensure_ascii=False) + "\n").encode("utf-8")
+    return data
+
+
 def read_rollouts(path: str | Path, default_task: str = "") -> list[Rollout]:
     """Reads and validates every line first, so a bad line stops the run before any scoring."""
     rollouts: list[Rollout] = []
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:
         for lineno, line in enumerate(f, 1):
-            if not line.strip():
+            if line.isspace() or not line:  # (isspace stops at the first character of a JSON line)
                 continue
             try:
-                rollout = Rollout.from_dict(json.loads(line), default_task=default_task)
+                rollout = Rollout.from_dict(parse_line(line), default_task=default_task)
             except json.JSONDecodeError as exc:
                 raise JsonlError(f"{path}:{lineno}: invalid JSON: {exc}") from None
             except InvalidRollout as exc:
@@ -44,13 +103,34 @@ def write_results(out: TextIO, results: Iterable[RolloutResult], inputs: Sequenc
     With ``inputs`` (the rollouts, in the results' order), each line also holds its rollout's fields
     (completion, reference, prompt, metadata, group id): a file ``reward-service rescore`` can re-score.
     """
+    buffer = _utf8_buffer(out)
+    write = buffer.write if buffer is not None else lambda data: out.write(data.decode("utf-8"))
     n = 0
+    lines: list[bytes] = []
     for r in results:
-        line = {**inputs[n].to_dict(), **r.to_dict()} if inputs is not None else r.to_dict()
-        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        line = r.to_dict()
+        if inputs is not None:  # the rollout's fields, then the result's (which win): {**rollout, **result}
+            line, result_fields = inputs[n].to_dict(), line
+            line.update(result_fields)
+        lines.append(dump_line(line))
         n += 1
+        if len(lines) == WRITE_LINES:
+            write(b"".join(lines))
+            lines.clear()
+    write(b"".join(lines))
     out.flush()
     return n
+
+
+def _utf8_buffer(out: TextIO) -> BinaryIO | None:
+    """The binary file under a UTF-8 text file, flushed (the lines go there without a decode and an encode);
+    None when ``out`` has none or another encoding."""
+    buffer = getattr(out, "buffer", None)
+    encoding = getattr(out, "encoding", None)
+    if buffer is None or not encoding or codecs.lookup(encoding).name != "utf-8":
+        return None
+    out.flush()
+    return buffer
 
 
 @contextlib.contextmanager

@@ -22,17 +22,19 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import dataclasses
+import gc
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tqdm import tqdm
 
 from reward_core.contract import InvalidRollout, Rollout, RolloutResult, RolloutStatus
-from reward_service.jsonl_io import JsonlError, atomic_text_file, read_rollouts, write_results
+from reward_service.jsonl_io import JsonlError, atomic_text_file, parse_line, read_rollouts, write_results
 
 #: Score changes at most this large are not flips (floating-point noise of a weighted sum).
 DEFAULT_EPSILON = 1e-6
@@ -48,9 +50,8 @@ class MixedVersions(ValueError):
     """One task's results would carry several verifier versions; the message says which, and ``--force``."""
 
 
-@dataclasses.dataclass(frozen=True)
-class OldResult:
-    """What a stored line says about one rollout's earlier verdict."""
+class OldResult(NamedTuple):
+    """What a stored line says about one rollout's earlier verdict (a tuple: a file holds many)."""
 
     id: str
     task: str
@@ -86,13 +87,12 @@ class TaskFlips:
 
 def classify(old: OldResult, new: RolloutResult, epsilon: float = DEFAULT_EPSILON) -> str | None:
     """The kind of change from ``old`` to ``new`` (one of FLIP_KINDS), or None when unchanged."""
-    if old.scored and not new.scored:
-        return "scored_to_unscored"
-    if new.scored and not old.scored:
-        return "unscored_to_scored"
-    if old.scored and new.score - old.score > epsilon:
+    was_scored, is_scored = old.status.scored, new.status.scored
+    if was_scored != is_scored:
+        return "scored_to_unscored" if was_scored else "unscored_to_scored"
+    if was_scored and new.score - old.score > epsilon:
         return "up"
-    if old.scored and old.score - new.score > epsilon:
+    if was_scored and old.score - new.score > epsilon:
         return "down"
     return "status_changed" if old.status != new.status else None
 
@@ -103,7 +103,9 @@ def flip_report(pairs: Iterable[tuple[OldResult, RolloutResult]], epsilon: float
     report: dict[str, TaskFlips] = {}
     for old, new in pairs:
         task = new.task or old.task
-        flips = report.setdefault(task, TaskFlips(task))
+        flips = report.get(task)
+        if flips is None:
+            flips = report[task] = TaskFlips(task)
         flips.total += 1
         flips.old_versions.add(old.verifier_version)
         flips.new_versions.add(new.verifier_version)
@@ -158,15 +160,51 @@ def _refuse_mixed(mixed: Mapping[str, set[str]], where: str, force: bool) -> Non
                             "lines of one version at a time, or pass --force to write a mixed output")
 
 
-def _old_result(data: Mapping[str, Any], task: str, where: str) -> OldResult:
+#: Status by the name a results line carries (``from_name`` reads the other spellings).
+_STATUS_BY_NAME = {status.name: status for status in RolloutStatus}
+
+
+class _BadLine(ValueError):
+    """What is wrong with one line (``read_scored`` adds the file and line number)."""
+
+
+def _old_result(data: Mapping[str, Any], task: str) -> OldResult:
     try:
-        status = RolloutStatus.from_name(str(data["status"]))
+        name = data["status"]
+        status = _STATUS_BY_NAME.get(name) if isinstance(name, str) else None
+        if status is None:
+            status = RolloutStatus.from_name(str(name))
         score = float(data.get("score") or 0.0)
     except KeyError:
-        raise JsonlError(f"{where}: no 'status': not a results line (score --out writes them)") from None
+        raise _BadLine("no 'status': not a results line (score --out writes them)") from None
     except (TypeError, ValueError) as exc:
-        raise JsonlError(f"{where}: {exc}") from None
+        raise _BadLine(str(exc)) from None
     return OldResult(str(data["id"]), task, status, score, str(data.get("verifier_version") or ""))
+
+
+def _scored_line(line: bytes, default_task: str, by_id: Mapping[str, Rollout], rollouts_path: str | Path | None,
+                 seen: set[str]) -> tuple[Rollout, OldResult]:
+    try:
+        data = parse_line(line)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _BadLine(f"invalid JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("id") in (None, ""):
+        raise _BadLine("a results line must be a JSON object with an 'id'")
+    rid = str(data["id"])
+    if rid in seen:
+        raise _BadLine(f"duplicate id {rid!r}")
+    seen.add(rid)
+    if "completion" in data:
+        try:
+            rollout = Rollout.from_dict(data, default_task=default_task)
+        except InvalidRollout as exc:
+            raise _BadLine(str(exc)) from None
+    elif rid in by_id:
+        rollout = by_id[rid]
+    else:
+        raise _BadLine(f"no rollout with id {rid!r} in {rollouts_path}" if rollouts_path else
+                       "the line holds no rollout: score with --keep-inputs, or give --rollouts (the scored --in file)")
+    return rollout, _old_result(data, rollout.task)
 
 
 def read_scored(path: str | Path, rollouts_path: str | Path | None = None,
@@ -176,41 +214,43 @@ def read_scored(path: str | Path, rollouts_path: str | Path | None = None,
     by_id = {r.id: r for r in read_rollouts(rollouts_path, default_task)} if rollouts_path else {}
     pairs: list[tuple[Rollout, OldResult]] = []
     seen: set[str] = set()
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:
         for lineno, line in enumerate(f, 1):
-            if not line.strip():
+            if line.isspace() or not line:  # (isspace stops at the first character of a JSON line)
                 continue
-            where = f"{path}:{lineno}"
             try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise JsonlError(f"{where}: invalid JSON: {exc}") from None
-            if not isinstance(data, dict) or data.get("id") in (None, ""):
-                raise JsonlError(f"{where}: a results line must be a JSON object with an 'id'")
-            rid = str(data["id"])
-            if rid in seen:
-                raise JsonlError(f"{where}: duplicate id {rid!r}")
-            seen.add(rid)
-            if "completion" in data:
-                try:
-                    rollout = Rollout.from_dict(data, default_task=default_task)
-                except InvalidRollout as exc:
-                    raise JsonlError(f"{where}: {exc}") from None
-            elif rid in by_id:
-                rollout = by_id[rid]
-            else:
-                hint = f"no rollout with id {rid!r} in {rollouts_path}" if rollouts_path else \
-                    "the line holds no rollout: score with --keep-inputs, or give --rollouts (the scored --in file)"
-                raise JsonlError(f"{where}: {hint}")
-            pairs.append((rollout, _old_result(data, rollout.task, where)))
+                pairs.append(_scored_line(line, default_task, by_id, rollouts_path, seen))
+            except _BadLine as exc:
+                raise JsonlError(f"{path}:{lineno}: {exc}") from None
     return pairs
 
 
 Scorer = Callable[[list[Rollout], argparse.Namespace, tqdm], Iterator[RolloutResult]]
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block (on again after, if it was on).
+
+    A pass builds a few objects per line and keeps them to its end: none is part of a cycle, but each
+    collection of the oldest generation walks all of them, again and again as the pass grows.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def rescore(args: argparse.Namespace, score: Scorer) -> int:
     """The ``rescore`` command: ``score`` is the CLI's in-process or remote scoring generator."""
+    with gc_paused():
+        return _rescore(args, score)
+
+
+def _rescore(args: argparse.Namespace, score: Scorer) -> int:
     pairs = read_scored(args.in_path, args.rollouts, args.task or "")
     rollouts = [rollout for rollout, _ in pairs]
     old = [result for _, result in pairs]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -37,7 +38,7 @@ from reward_service.task_api import TaskOutcome
 logger = logging.getLogger(__name__)
 
 #: Part of every key: a change in what is stored (the outcome's fields) changes every key.
-KEY_FORMAT = "reward-cache/1"
+KEY_FORMAT = "reward-cache/2"  # 2: references and metadata as canonical_json
 #: Bytes counted per entry beyond its serialized value (key, LRU links, object headers).
 ENTRY_OVERHEAD_BYTES = 200
 #: Most rows one background write puts into the SQLite file in one transaction.
@@ -50,17 +51,26 @@ def cache_key(rollout: Rollout, version: str, ignores: frozenset[str] = frozense
               dedup_key: tuple[str, ...] | None = None) -> bytes:
     """The content address of ``rollout`` scored by the verifier at ``version`` (32 bytes).
 
-    Built on ``Rollout.dedup_key()`` (task, completion, reference and metadata as sorted-key JSON, prompt),
+    Built on ``Rollout.dedup_key()`` (task, completion, reference and metadata as ``canonical_json``, prompt),
     which the caller may pass when it has it already.
     """
     task, completion, reference, prompt, metadata = dedup_key or rollout.dedup_key()
-    digest = hashlib.sha256()
-    for part in (KEY_FORMAT, task, version, reference, completion, "" if "prompt" in ignores else prompt,
+    chunks = [_key_prefix(task, version)]
+    for part in (reference, completion, "" if "prompt" in ignores else prompt,
                  "" if "metadata" in ignores else metadata):
         data = part.encode("utf-8", "surrogatepass")
-        digest.update(len(data).to_bytes(8, "big"))
-        digest.update(data)
-    return digest.digest()
+        chunks += (len(data).to_bytes(8, "big"), data)
+    return hashlib.sha256(b"".join(chunks)).digest()
+
+
+@functools.lru_cache(maxsize=1024)
+def _key_prefix(task: str, version: str) -> bytes:
+    """The first parts of every key of one task at one version, each as its length (8 bytes) and UTF-8."""
+    chunks = []
+    for part in (KEY_FORMAT, task, version):
+        data = part.encode("utf-8", "surrogatepass")
+        chunks += (len(data).to_bytes(8, "big"), data)
+    return b"".join(chunks)
 
 
 def encode_outcome(outcome: TaskOutcome) -> str:

@@ -91,3 +91,26 @@ def test_results_without_inputs_are_joined_with_their_rollouts_file(tmp_path, ca
     assert "--rollouts" in capsys.readouterr().err
     assert main(["rescore", "--in", str(old), "--rollouts", str(rollouts), "--out", str(out), *COMMON]) == 0
     assert [row["completion"] for row in lines(out)] == [r["completion"] for r in ROLLOUTS]
+
+
+def test_a_warm_rescore_writes_what_the_cold_one_wrote(tmp_path):
+    """The second pass is answered from the reward cache (the SQLite file the first one filled): every
+    line holds the same fields and values, the elapsed time aside (a hit spends none)."""
+    rollouts = tmp_path / "rollouts.jsonl"
+    extra = [{"id": "uni", "task": "math", "completion": "ответ: \\boxed{\\frac{1}{2}} 😀", "prompt": "Ünï?",
+              "reference": {"answer": "1/2"}, "metadata": {"source": "null", "n": "3"}, "group_id": "g"},
+             {"id": "big", "task": "gsm8k", "completion": "#### 51090942171709440000",
+              "reference": {"answer": 51090942171709440000}}]  # an integer past 64 bits stays exact
+    rollouts.write_text("".join(json.dumps(r) + "\n" for r in ROLLOUTS + extra))
+    old, cold, warm = tmp_path / "old.jsonl", tmp_path / "cold.jsonl", tmp_path / "warm.jsonl"
+    assert main(["score", "--in", str(rollouts), "--out", str(old), "--keep-inputs", *COMMON]) == 0
+    cache = ["--reward-cache", str(tmp_path / "cache.sqlite")]
+    assert main(["rescore", "--in", str(old), "--out", str(cold), *cache, *COMMON]) == 0
+    assert main(["rescore", "--in", str(old), "--out", str(warm), *cache, *COMMON]) == 0
+    cold_rows, warm_rows = lines(cold), lines(warm)
+    assert all(row["elapsed_ms"] == 0 for row in warm_rows)  # every one a cache hit
+    assert any(row["elapsed_ms"] > 0 for row in cold_rows)  # verified
+    for row in cold_rows + warm_rows:
+        del row["elapsed_ms"]
+    assert warm_rows == cold_rows and [list(row) for row in warm_rows] == [list(row) for row in cold_rows]
+    assert warm_rows[-1]["reference"] == {"answer": 51090942171709440000} and warm_rows[-1]["score"] == 1.0
