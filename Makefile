@@ -88,9 +88,20 @@ bench-sandbox: $(STAMP)
 # Per language (those whose toolchain is installed): hello-world and compile + 10-test executions/s, compile
 # time and peak memory, side by side with Python (median of interleaved repeats). Flags: BENCH_LANGUAGES_ARGS=
 # "--languages go,java --runs 20".
+.PHONY: bench-startup
+bench-startup: $(STAMP)
+	$(PY) -m bench.bench_startup $(BENCH_STARTUP_ARGS)
+
 .PHONY: bench-languages
 bench-languages: $(STAMP)
 	$(PY) -m bench.bench_languages $(BENCH_LANGUAGES_ARGS)
+
+# The floor under it: each interpreted language's bare start-up outside the sandbox (its run command on the
+# DOUBLE program, sequentially, median). A language whose start alone exceeds 2x the sandbox's time per
+# Python execution cannot reach 0.5x of Python there. Flags: BENCH_LANGUAGE_START_ARGS="--runs 40".
+.PHONY: bench-language-start
+bench-language-start: $(STAMP)
+	$(PY) -m bench.bench_language_start $(BENCH_LANGUAGE_START_ARGS)
 
 # Docker backend: warm containers vs a `docker run` per execution (needs a Docker engine: make system-setup).
 bench-sandbox-docker: $(STAMP)
@@ -101,6 +112,12 @@ bench-trainer: $(STAMP)
 	$(PY) -m pip install -q -e '.[trl]'
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_trainer.py
 
+# DPO step time: ours vs TRL's DPOTrainer (same tiny model, pairs, loss, batch; interleaved blocks, medians).
+.PHONY: bench-dpo
+bench-dpo: $(STAMP)
+	$(PY) -m pip install -q -e '.[trl]'
+	HF_HUB_OFFLINE=1 $(PY) -m bench.bench_dpo
+
 # Soak: 8 clients for 60 s of mixed math/code batches (some pathological) against a real reward server on
 # 127.0.0.1 while workers and sandbox processes are SIGKILLed; fails on a lost rollout, a silently wrong
 # score, unbounded memory or a process left behind. Flags: SOAK_ARGS="--seconds 300 --seed 3 --no-faults".
@@ -109,6 +126,23 @@ bench-trainer: $(STAMP)
 .PHONY: bench-http
 bench-http: $(STAMP)
 	$(PY) bench/bench_http.py
+
+# The LLM judge client layer (docs/judges.md): (a) 10% of judge calls each fail a way (latency past the
+# deadline, 429, 500, cut connection, garbage verdict) through the fault proxy in front of a real tiny-model
+# judge: rollouts scored unlike their clean verdict (goal 0) and each unscored kind; (b) 10,000 judgements
+# replayed: calls saved (goal >= 90%) and the hit latency (goal < 1 ms); (c) our layer's overhead per call at
+# 64 concurrent calls against a fixed-reply upstream (goal < 2 ms). Flags: BENCH_JUDGES_ARGS="--parts b,c".
+.PHONY: bench-judges
+bench-judges: $(STAMP)
+	$(PY) -m pip install -q -e '.[judge,rm,http]'
+	HF_HUB_OFFLINE=1 $(PY) -m bench.bench_judges $(BENCH_JUDGES_ARGS)
+
+# A pairwise judge's position and length bias and its accuracy on data/judge_pairs.jsonl, through the
+# judge_pairwise task (default: the tests' tiny random model; BENCH_JUDGE_BIAS_ARGS="--base-url URL --model M").
+.PHONY: bench-judge-bias
+bench-judge-bias: $(STAMP)
+	$(PY) -m pip install -q -e '.[judge,rm,http]'
+	HF_HUB_OFFLINE=1 $(PY) -m bench.judge_bias $(BENCH_JUDGE_BIAS_ARGS)
 
 # The rollout inspector on a 100,000-rollout file: time to index, to the first page of groups and its
 # histograms through the real server, and (with Chromium installed) to the rendered page.

@@ -9,9 +9,12 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 
 class RolloutStatus(enum.IntEnum):
@@ -26,6 +29,9 @@ class RolloutStatus(enum.IntEnum):
     INVALID_REFERENCE = 6
     UNAVAILABLE = 7
     INVALID_ROLLOUT = 8
+    JUDGE_FAILED = 9
+    JUDGE_UNPARSEABLE = 10
+    JUDGE_RATE_LIMITED = 11
 
     @property
     def scored(self) -> bool:
@@ -47,6 +53,21 @@ class RolloutStatus(enum.IntEnum):
             raise ValueError(f"unknown rollout status {name!r}; expected one of {[s.name for s in cls]}") from None
 
 
+#: How an unscored rollout's ``error`` carries a retry hint (JUDGE_RATE_LIMITED): "...; retry after 2.5 s".
+_RETRY_HINT = re.compile(r"retry after (\d+(?:\.\d+)?) s\b")
+
+
+def retry_hint(seconds: float) -> str:
+    """The retry hint an unscored rollout's ``error`` ends with (read back by :func:`retry_after_hint`)."""
+    return f"retry after {max(seconds, 0.0):.1f} s"
+
+
+def retry_after_hint(error: str) -> float | None:
+    """The seconds a rollout's ``error`` asks the caller to wait before sending it again, or None."""
+    found = _RETRY_HINT.search(error or "")
+    return float(found.group(1)) if found else None
+
+
 class InvalidRollout(ValueError):
     """A rollout (e.g. a JSONL line) is malformed: missing or mistyped fields."""
 
@@ -55,7 +76,7 @@ def normalize_reference(reference: Any) -> dict[str, Any]:
     """Turns a reference into a dict: a bare string or number becomes ``{"answer": ...}``."""
     if reference is None:
         return {}
-    if isinstance(reference, Mapping):
+    if type(reference) is dict or isinstance(reference, Mapping):
         return dict(reference)
     if isinstance(reference, bool):
         raise InvalidRollout(f"reference must be an object or a string, not a boolean ({reference!r})")
@@ -79,7 +100,7 @@ class Rollout:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, default_task: str = "") -> Rollout:
         """Builds a rollout from a JSONL-style dict, raising InvalidRollout on bad fields."""
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):  # (the exact-type test first: it is cheap)
             raise InvalidRollout(f"a rollout must be a JSON object, not {type(data).__name__}")
         rid = data.get("id")
         if rid is None or rid == "":
@@ -91,7 +112,7 @@ class Rollout:
         if not isinstance(completion, str):
             raise InvalidRollout(f"rollout {rid!r}: 'completion' must be a string")
         metadata = data.get("metadata") or {}
-        if not isinstance(metadata, Mapping):
+        if type(metadata) is not dict and not isinstance(metadata, Mapping):
             raise InvalidRollout(f"rollout {rid!r}: 'metadata' must be an object")
         return cls(
             id=str(rid),
@@ -105,24 +126,41 @@ class Rollout:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSONL input line ``from_dict`` reads (empty prompt, metadata and group id left out)."""
-        return {
-            "id": self.id,
-            "task": self.task,
-            "completion": self.completion,
-            "reference": dict(self.reference),
-            **({"prompt": self.prompt} if self.prompt else {}),
-            **({"metadata": dict(self.metadata)} if self.metadata else {}),
-            **({"group_id": self.group_id} if self.group_id else {}),
-        }
+        line = {"id": self.id, "task": self.task, "completion": self.completion, "reference": dict(self.reference)}
+        if self.prompt:
+            line["prompt"] = self.prompt
+        if self.metadata:
+            line["metadata"] = dict(self.metadata)
+        if self.group_id:
+            line["group_id"] = self.group_id
+        return line
 
     def dedup_key(self) -> tuple[str, str, str, str, str]:
         """Identical (task, completion, reference, prompt, metadata) items are verified once.
 
         Metadata is part of the key because tasks may read it (``TaskInput.metadata``).
         """
-        ref = json.dumps(self.reference, sort_keys=True, default=str)
-        meta = json.dumps(dict(self.metadata), sort_keys=True) if self.metadata else ""
-        return (self.task, self.completion, ref, self.prompt, meta)
+        meta = canonical_json(dict(self.metadata)) if self.metadata else ""
+        return (self.task, self.completion, canonical_json(dict(self.reference)), self.prompt, meta)
+
+
+_CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def canonical_json(value: Mapping[str, Any]) -> str:
+    """``value`` as sorted-key JSON: equal JSON values give equal strings, different ones different strings.
+
+    orjson's compact form, except where it could not tell values apart (it writes NaN and infinities as
+    ``null``) or cannot write them (integers past 64 bits): those take ``json.dumps`` with its spaced
+    separators, a form the compact one never takes for a non-empty object, so the two never collide.
+    """
+    try:
+        data = orjson.dumps(value, default=str, option=_CANONICAL)
+    except TypeError:
+        data = b"null"
+    if b"null" in data:
+        return json.dumps(value, sort_keys=True, default=str)
+    return data.decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -175,21 +213,18 @@ class RolloutResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSONL output line: id, score, status, components, extracted, error, explanation."""
-        return {
-            "id": self.id,
-            "score": self.score,
-            "status": self.status.name,
-            "scored": self.scored,
-            "components": dict(self.components),
-            "extracted": self.extracted,
-            "error": self.error,
-            "explanation": self.explanation,
-            "elapsed_ms": round(self.elapsed_ms, 3),
-            **({"steps": [step.to_dict() for step in self.steps]} if self.steps else {}),
-            **({"task": self.task} if self.task else {}),
-            **({"group_id": self.group_id} if self.group_id else {}),
-            **({"verifier_version": self.verifier_version} if self.verifier_version else {}),
-        }
+        line = {"id": self.id, "score": self.score, "status": self.status.name, "scored": self.scored,
+                "components": dict(self.components), "extracted": self.extracted, "error": self.error,
+                "explanation": self.explanation, "elapsed_ms": round(self.elapsed_ms, 3)}
+        if self.steps:
+            line["steps"] = [step.to_dict() for step in self.steps]
+        if self.task:
+            line["task"] = self.task
+        if self.group_id:
+            line["group_id"] = self.group_id
+        if self.verifier_version:
+            line["verifier_version"] = self.verifier_version
+        return line
 
 
 @dataclass(frozen=True)
@@ -215,6 +250,21 @@ class ScoreBatchResult:
 
 
 @dataclass(frozen=True)
+class TaskChecks:
+    """One task's start-up checks as ListTasks reports them (proto ``TaskChecks``): its self-check's failed
+    cases and its canaries (declared, passed, failed; ``canaries_skipped``: why none ran). ``done`` is
+    False until the server's background run has reached the task."""
+
+    done: bool = False
+    self_check_failures: tuple[str, ...] = ()
+    canaries_declared: int = 0
+    canaries_passed: int = 0
+    canaries_failed: int = 0
+    failed_canaries: tuple[str, ...] = ()
+    canaries_skipped: str = ""
+
+
+@dataclass(frozen=True)
 class TaskInfo:
     """What ListTasks reports about one task or composite reward."""
 
@@ -227,6 +277,10 @@ class TaskInfo:
     produces_steps: bool = False
     #: The task's verifier version hash (code + options + data files; ``reward_service.router.versioning``).
     verifier_version: str = ""
+    #: What the start-up checks found (None: the task is not checked at start-up).
+    checks: TaskChecks | None = None
+    #: The task scores each completion against its group (its rollouts need a ``group_id``).
+    groupwise: bool = False
 
 
 def group_stats(results: list[RolloutResult]) -> list[GroupStats]:

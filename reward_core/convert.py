@@ -16,6 +16,7 @@ from reward_core.contract import (
     RolloutStatus,
     ScoreBatchResult,
     StepScore,
+    TaskChecks,
     TaskInfo,
 )
 
@@ -162,7 +163,21 @@ def task_info_to_proto(info: TaskInfo) -> pb.TaskInfo:
         weights=dict(info.weights),
         produces_steps=info.produces_steps,
         verifier_version=info.verifier_version,
+        checks=_checks_to_proto(info.checks) if info.checks is not None else None,
+        groupwise=info.groupwise,
     )
+
+
+def _checks_to_proto(checks: TaskChecks) -> pb.TaskChecks:
+    return pb.TaskChecks(done=checks.done, self_check_failures=list(checks.self_check_failures),
+                         canaries_declared=checks.canaries_declared, canaries_passed=checks.canaries_passed,
+                         canaries_failed=checks.canaries_failed, failed_canaries=list(checks.failed_canaries),
+                         canaries_skipped=checks.canaries_skipped)
+
+
+def _checks_from_proto(msg: pb.TaskChecks) -> TaskChecks:
+    return TaskChecks(msg.done, tuple(msg.self_check_failures), msg.canaries_declared, msg.canaries_passed,
+                      msg.canaries_failed, tuple(msg.failed_canaries), msg.canaries_skipped)
 
 
 def task_info_from_proto(msg: pb.TaskInfo) -> TaskInfo:
@@ -175,4 +190,6 @@ def task_info_from_proto(msg: pb.TaskInfo) -> TaskInfo:
         weights=dict(msg.weights),
         produces_steps=msg.produces_steps,
         verifier_version=msg.verifier_version,
+        checks=_checks_from_proto(msg.checks) if msg.HasField("checks") else None,
+        groupwise=msg.groupwise,
     )

@@ -6,6 +6,7 @@
     reward-service serve-rm --checkpoint runs/rm/final --port 50052                   # reward model
     reward-service status --endpoint localhost:50051 --metrics-url http://localhost:9100/metrics
     reward-service serve-http --upstream localhost:50051 --port 8080   # OpenRLHF, slime, NeMo Gym, SandboxFusion
+    reward-service serve-judge --model DIR --port 8000     # a local OpenAI-compatible judge endpoint (tests, benches)
     reward-service rescore --in old.jsonl --out new.jsonl --config configs/rewards.yaml  # what flipped, per task
     reward-service make-data rg:leg_counting --n 1000 --seed 0 --out prompts.jsonl   # training prompts
     reward-service inspect runs/grpo_demo          # a run's rollouts as a web page on http://127.0.0.1:8765/
@@ -74,6 +75,22 @@ def cmd_serve_http(args: argparse.Namespace) -> int:
 
     config = HttpServerConfig(**dataclass_values(args, HttpServerConfig, skip=UPSTREAM_RUNTIME_FIELDS))
     serve_http(config, server_security_from_args(args))
+    return 0
+
+
+def cmd_serve_judge(args: argparse.Namespace) -> int:
+    require_extra("rm", "reward-service serve-judge")
+    require_extra("http", "reward-service serve-judge")
+    from reward_service.judges.local_server import JudgeServerConfig, serve_judge
+
+    key = os.environ.get(ENV_PREFIX + "JUDGE_API_KEY", "")
+    if args.api_key_file:
+        with open(args.api_key_file, encoding="utf-8") as f:
+            key = f.read().strip()
+    config = JudgeServerConfig(model=args.model, served_model_name=args.served_model_name, host=args.host,
+                               port=args.port, api_key=key, default_max_tokens=args.default_max_tokens,
+                               threads=args.threads, device=args.device)
+    serve_judge(config, insecure=args.insecure)
     return 0
 
 
@@ -235,6 +252,22 @@ def build_parser() -> argparse.ArgumentParser:
     add_dataclass_flags(serve_http, HttpServerConfig, ENV_PREFIX, skip=UPSTREAM_RUNTIME_FIELDS)
     add_server_security_flags(serve_http)
     serve_http.set_defaults(func=cmd_serve_http)
+
+    serve_judge = sub.add_parser("serve-judge", help="serve a Hugging Face causal LM over OpenAI's API (chat "
+                                                     "completions, responses, guided_choice): a local judge")
+    serve_judge.add_argument("--model", required=True, help="a save_pretrained directory (model and tokenizer)")
+    serve_judge.add_argument("--served-model-name", default="",
+                             help="the 'model' requests must name (default: the directory's name)")
+    serve_judge.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    serve_judge.add_argument("--port", type=int, default=8000, help="port to bind (default: %(default)s)")
+    serve_judge.add_argument("--api-key-file", help="require 'Authorization: Bearer <the file's key>' (or set "
+                                                    "REWARD_SERVICE_JUDGE_API_KEY)")
+    serve_judge.add_argument("--insecure", action="store_true", help="allow a non-loopback --host without a key")
+    serve_judge.add_argument("--default-max-tokens", type=int, default=64,
+                             help="max_tokens of a request that gives none (default: %(default)s)")
+    serve_judge.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    serve_judge.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
+    serve_judge.set_defaults(func=cmd_serve_judge)
 
     score = sub.add_parser("score", help="score a JSONL file in-process, or through --endpoint")
     score.add_argument("--in", dest="in_path", required=True, help="rollouts JSONL")

@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -67,7 +68,24 @@ def _health(channel: grpc.Channel, timeout: float) -> tuple[list[str], bool]:
 def _tasks(channel: grpc.Channel, timeout: float) -> str:
     response = reward_pb2_grpc.RewardServiceStub(channel).ListTasks(reward_pb2.ListTasksRequest(), timeout=timeout)
     tasks = sorted((t.name, t.kind or "task") for t in response.tasks)
-    return f"{len(tasks)}: " + ", ".join(f"{name} ({kind})" for name, kind in tasks)
+    return f"{len(tasks)}: " + ", ".join(f"{name} ({kind})" for name, kind in tasks) + "\n" + \
+        "  checks        " + checks_summary(response.tasks)
+
+
+def checks_summary(tasks: Sequence[reward_pb2.TaskInfo]) -> str:
+    """One line on the tasks' start-up checks: self-checks and canaries, naming the tasks that failed."""
+    checked = [t for t in tasks if t.HasField("checks")]
+    done = [t for t in checked if t.checks.done]
+    bad_self = sorted(t.name for t in checked if t.checks.self_check_failures)
+    bad_canary = sorted(f"{t.name} ({', '.join(t.checks.failed_canaries)})" for t in done if t.checks.canaries_failed)
+    line = (f"{len(done)}/{len(checked)} tasks checked; canaries: "
+            f"{sum(t.checks.canaries_passed for t in done)} passed, {sum(t.checks.canaries_failed for t in done)} "
+            f"failed, {sum(1 for t in done if t.checks.canaries_skipped)} tasks exempt")
+    if bad_self:
+        line += "; self-check failed: " + ", ".join(bad_self)
+    if bad_canary:
+        line += "; rewarded canaries: " + "; ".join(bad_canary)
+    return line
 
 
 def _rpc_error(exc: grpc.RpcError) -> str:

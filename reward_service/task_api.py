@@ -221,11 +221,19 @@ class Task(abc.ABC):
         outcomes in, their final outcomes out (one per member, in order).
 
         The server passes the scored members only (an unscored one stays unscored and is left out
-        of the group), and only the members in the same request. It runs in the server as the
-        request is answered: keep it cheap, and measure what it needs in ``score_batch`` (in the
-        workers) as components. Default: unchanged.
+        of the group), and only the members in the same request. It runs in the server: as the
+        request is answered (keep it cheap, and measure what it needs in ``score_batch``, in the
+        workers, as components), or, when it waits on another service (``group_stage_waits``: a
+        judge), on the server's threads for tasks that run in the server, one group per job, in the
+        request's context (its cancel token and client id). Default: unchanged.
         """
         return list(outcomes)
+
+    @property
+    def group_stage_waits(self) -> bool:
+        """Whether ``score_group`` waits on another service (a judge ranking the group), so the server
+        runs it off its event loop. Default: a groupwise task that runs in the server."""
+        return self.groupwise and self.runs_in_server
 
     def explain(self, item: TaskInput, outcome: TaskOutcome) -> Mapping[str, Any]:
         """A longer trace of one verdict for ``reward-service explain`` (``reward_service.tasks.explanation.trace``),
@@ -272,6 +280,7 @@ class Task(abc.ABC):
             required_reference_fields=tuple(self.required_reference_fields),
             kind="task",
             produces_steps=self.produces_steps,
+            groupwise=self.groupwise,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -59,3 +60,22 @@ class NoCanaries(Task):
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         return TaskOutcome.binary(False)
+
+
+class HeldSelfCheck(Task):
+    """A self-check that waits for ``RELEASE`` (set by the test), then reports one failure: shows that a
+    server serves before its tasks' self-checks are done, and reports them once they are."""
+
+    name = "held_self_check"
+    RELEASE = threading.Event()
+
+    def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
+        return TaskOutcome.binary(False)
+
+    def self_check(self) -> list[str]:
+        if not self.RELEASE.wait(120):
+            return ["never released by the test"]
+        return ["known case 1 graded wrong"]
+
+    def canaries(self) -> list[Canary]:
+        return generic_canaries({})

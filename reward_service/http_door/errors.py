@@ -6,8 +6,12 @@ The mapping is the one gRPC-JSON transcoding uses (google/rpc/code.proto); the b
 
 from __future__ import annotations
 
+import math
+
 import grpc
 from starlette.responses import JSONResponse
+
+from reward_core.contract import retry_after_hint
 
 HTTP_STATUS = {
     grpc.StatusCode.OK: 200,
@@ -41,6 +45,12 @@ def error_response(code: grpc.StatusCode, message: str, headers: dict[str, str] 
         extra.setdefault("Retry-After", "1")
     return JSONResponse({"code": code.value[0], "message": message, "details": []}, status_code=status,
                         headers=extra)
+
+
+def retry_after_headers(error: str) -> dict[str, str]:
+    """``Retry-After`` (whole seconds, rounded up) from an unscored rollout's retry hint, or none."""
+    hint = retry_after_hint(error)
+    return {"Retry-After": str(max(1, math.ceil(hint)))} if hint is not None else {}
 
 
 def bad_request(message: str) -> JSONResponse:

@@ -33,8 +33,17 @@ error: 504/500/503 (timeout, verifier error, draining), 400 (reference unusable)
 (``GymTransportError``) and gives up on a 4xx as a data failure. With ``?unscored=mask`` (or
 ``unscored="mask"`` for :func:`root_routes`) it answers 200 in the shape Gym's own
 ``judge_failsafe`` (``nemo_gym/judge.py``) uses: ``reward: 0.0`` with ``mask_sample: true``,
-``failure_kind: "verifier_error"`` and ``failure_reason``, which Gym's metrics and NeMo-RL
-exclude.
+``failure_kind`` and ``failure_reason``, which Gym's metrics and NeMo-RL exclude. ``failure_kind``
+is a name of Gym 0.7's shared vocabulary (``nemo_gym/failure_kinds.py``; :data:`FAILURE_KINDS`):
+``judge_failed``, ``judge_unparseable``, ``verifier_error``, ``shutdown``.
+
+A failed LLM judge (JUDGE_FAILED, JUDGE_RATE_LIMITED, JUDGE_UNPARSEABLE) is answered as Gym's own
+judge servers answer one, unless ``?unscored=error`` asks for an HTTP error: 200 with the masked row,
+plus the failures-sidecar keys ``judge_failsafe`` adds (``_ng_failure_class``: ``judge_failed``, or
+``judge_invalid`` for an unparseable verdict as Gym's reverification labels it, and
+``_ng_failure_judge_error``), so Gym's rollout collection files it under ``<output>_failures.jsonl``,
+retryable on resume. An HTTP error for an unscored row carries ``failure_kind``/``failure_reason``
+in its body too.
 
 NeMo Gym's ``ServerClient`` calls ``http://{host}:{port}{url_path}`` with ``url_path="/verify"``
 (no path prefix), so a stock Gym config reaches :func:`root_routes` (one reward at ``/``),
@@ -58,7 +67,8 @@ from starlette.routing import BaseRoute, Route
 from reward_core.contract import Rollout, RolloutResult, RolloutStatus
 from reward_service.http_door import gym_code_gen
 from reward_service.http_door.door import FrontDoor, RouteFactory
-from reward_service.http_door.errors import bad_request, error_response
+from reward_service.http_door.errors import bad_request, error_response, retry_after_headers
+from reward_service.http_door.groups import is_groupwise, no_group_refusal
 from reward_service.http_door.upstream import UpstreamError
 
 UnscoredPolicy = Literal["error", "mask"]
@@ -79,7 +89,20 @@ _UNSCORED_CODES = {RolloutStatus.TIMEOUT: grpc.StatusCode.DEADLINE_EXCEEDED,
                    RolloutStatus.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
                    RolloutStatus.INVALID_REFERENCE: grpc.StatusCode.FAILED_PRECONDITION,
                    RolloutStatus.UNKNOWN_TASK: grpc.StatusCode.INVALID_ARGUMENT,
-                   RolloutStatus.INVALID_ROLLOUT: grpc.StatusCode.INVALID_ARGUMENT}
+                   RolloutStatus.INVALID_ROLLOUT: grpc.StatusCode.INVALID_ARGUMENT,
+                   RolloutStatus.JUDGE_FAILED: grpc.StatusCode.UNAVAILABLE,
+                   RolloutStatus.JUDGE_RATE_LIMITED: grpc.StatusCode.RESOURCE_EXHAUSTED}
+#: Gym 0.7's ``failure_kind`` (``nemo_gym/failure_kinds.py``) for each unscored status it can mask. Gym has no
+#: rate-limit kind for judges: its ``judge_failsafe`` files every failed judge call as ``judge_failed``.
+FAILURE_KINDS = {RolloutStatus.JUDGE_FAILED: "judge_failed", RolloutStatus.JUDGE_RATE_LIMITED: "judge_failed",
+                 RolloutStatus.JUDGE_UNPARSEABLE: "judge_unparseable", RolloutStatus.ERROR: "verifier_error",
+                 RolloutStatus.TIMEOUT: "verifier_error", RolloutStatus.UNAVAILABLE: "shutdown",
+                 RolloutStatus.UNSPECIFIED: "verifier_error"}
+#: The failures-sidecar class Gym writes for a judge's failure (``judge_failsafe``; ``judge_invalid`` is what its
+#: reverification calls an unparseable verdict).
+JUDGE_FAILURE_CLASSES = {"judge_failed": "judge_failed", "judge_unparseable": "judge_invalid"}
+#: Most characters of ``failure_reason`` (``judge_failsafe`` keeps 2000).
+FAILURE_REASON_CHARS = 2000
 
 
 class BadRow(ValueError):
@@ -148,20 +171,41 @@ def rollout_of(reward: str, row: Any) -> Rollout:
                    metadata={FUNCTION_CALLS_METADATA: json.dumps(calls)} if calls else {})
 
 
-def verify_reply(row: Mapping[str, Any], result: RolloutResult, unscored: UnscoredPolicy) -> Response:
-    """The row echoed with the reward, or (unscored) an error / Gym's masked-failure row."""
+def answer_fields(row: Mapping[str, Any], result: RolloutResult) -> dict[str, Any]:
+    """``extracted_answer`` as Gym's answer-checking servers reply it (``math_with_judge``'s and ``mcqa``'s
+    verify responses: the answer read from the response, null when none was): for a row with an
+    ``expected_answer``, from our result's ``extracted``; nothing for other rows."""
+    return {"extracted_answer": result.extracted or None} if "expected_answer" in row else {}
+
+
+def verify_reply(row: Mapping[str, Any], result: RolloutResult, unscored: UnscoredPolicy | None) -> Response:
+    """The row echoed with the reward, or (unscored) Gym's masked-failure row or an HTTP error.
+
+    ``unscored`` None (no ``?unscored=``): a judge's failure is masked, as Gym's ``judge_failsafe`` does,
+    and any other unscored row is an HTTP error.
+    """
     components = {k: float(v) for k, v in result.components.items()}
     if result.scored:
-        return JSONResponse({**row, "reward": result.score, "reward_components": components})
-    reason = f"rollout unscored ({result.status.name}): {result.error or 'no detail'}"
-    if unscored == "mask" and result.status not in (RolloutStatus.INVALID_REFERENCE, RolloutStatus.UNKNOWN_TASK,
-                                                    RolloutStatus.INVALID_ROLLOUT):
+        return JSONResponse({**row, "reward": result.score, "reward_components": components,
+                             **answer_fields(row, result)})
+    reason = f"rollout unscored ({result.status.name}): {result.error or 'no detail'}"[:FAILURE_REASON_CHARS]
+    kind = FAILURE_KINDS.get(result.status)
+    judge_class = JUDGE_FAILURE_CLASSES.get(kind or "")
+    if kind is not None and (unscored == "mask" or (unscored is None and judge_class is not None)):
         instance = row.get("instance_config")
-        return JSONResponse({**row, "reward": 0.0, "reward_components": components, "mask_sample": True,
-                             "failure_kind": "verifier_error", "failure_reason": reason,
-                             "instance_config": {**(instance if isinstance(instance, dict) else {}),
-                                                 "mask_sample": True}})
-    return error_response(_UNSCORED_CODES.get(result.status, grpc.StatusCode.INTERNAL), reason)
+        masked = {**row, "reward": 0.0, "reward_components": components, "mask_sample": True,
+                  "failure_kind": kind, "failure_reason": reason,
+                  "instance_config": {**(instance if isinstance(instance, dict) else {}), "mask_sample": True}}
+        if judge_class is not None:
+            masked.update({"_ng_failure_class": judge_class, "_ng_failure_judge_error": reason})
+        return JSONResponse(masked)
+    response = error_response(_UNSCORED_CODES.get(result.status, grpc.StatusCode.INTERNAL), reason,
+                              retry_after_headers(result.error))
+    if kind is None:
+        return response
+    body = {**json.loads(bytes(response.body)), "failure_kind": kind, "failure_reason": reason}
+    return JSONResponse(body, status_code=response.status_code, headers={
+        k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-type")})
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -226,7 +270,7 @@ def _unprocessable(message: str) -> JSONResponse:
                         status_code=422)
 
 
-def _handlers(door: FrontDoor, fixed_reward: str | None, default_unscored: UnscoredPolicy) -> dict[str, Any]:
+def _handlers(door: FrontDoor, fixed_reward: str | None, default_unscored: UnscoredPolicy | None) -> dict[str, Any]:
     """The endpoint functions, for a reward from the path (``fixed_reward`` None) or a fixed one."""
 
     async def reward_name(request: Request) -> str:
@@ -255,17 +299,20 @@ def _handlers(door: FrontDoor, fixed_reward: str | None, default_unscored: Unsco
 
     async def verify(request: Request) -> Response:
         policy = request.query_params.get("unscored", default_unscored)
-        if policy not in ("error", "mask"):
+        if policy not in ("error", "mask", None):
             return bad_request(f"unscored={policy!r}: use 'error' (HTTP error) or 'mask' (mask_sample row)")
 
         async def work(name: str, row: Any) -> Response:
             if gym_code_gen.is_code_gen_row(row):
                 return await verify_code_gen(name, row, policy)
+            if await is_groupwise(door, name):
+                return no_group_refusal(name, "NeMo Gym", "/verify scores one row per call, and a row has no "
+                                        "group field")
             [result] = await door.up.score([rollout_of(name, row)])
             return verify_reply(row, result, policy)
         return await guarded(request, work)
 
-    async def verify_code_gen(name: str, row: Mapping[str, Any], policy: UnscoredPolicy) -> Response:
+    async def verify_code_gen(name: str, row: Mapping[str, Any], policy: UnscoredPolicy | None) -> Response:
         """A NeMo Gym ``code_gen`` row: LiveCodeBench tests on our ``code`` task (``gym_code_gen.py``)."""
         job = gym_code_gen.rollout_of(name, row, completion_text(row.get("response")),
                                       prompt_text(row.get("responses_create_params")))
@@ -310,7 +357,8 @@ def _handlers(door: FrontDoor, fixed_reward: str | None, default_unscored: Unsco
             "aggregate_metrics": aggregate, "reverify_mode": reverify_mode}
 
 
-def _routes(door: FrontDoor, prefix: str, fixed_reward: str | None, unscored: UnscoredPolicy) -> list[BaseRoute]:
+def _routes(door: FrontDoor, prefix: str, fixed_reward: str | None,
+            unscored: UnscoredPolicy | None) -> list[BaseRoute]:
     h = _handlers(door, fixed_reward, unscored)
     posts = [Route(f"{prefix}/{name}", h[name], methods=["POST"])
              for name in ("seed_session", "verify", "close_session", "aggregate_metrics")]
@@ -321,9 +369,10 @@ def _routes(door: FrontDoor, prefix: str, fixed_reward: str | None, unscored: Un
 
 def routes(door: FrontDoor) -> list[BaseRoute]:
     """``/gym/{reward}/...``: every task and composite of the reward server."""
-    return _routes(door, "/gym/{reward}", None, "error")
+    return _routes(door, "/gym/{reward}", None, None)
 
 
-def root_routes(reward: str, unscored: UnscoredPolicy = "error") -> RouteFactory:
-    """One reward at ``/seed_session``, ``/verify``... : what a stock NeMo Gym config can reach."""
+def root_routes(reward: str, unscored: UnscoredPolicy | None = None) -> RouteFactory:
+    """One reward at ``/seed_session``, ``/verify``... : what a stock NeMo Gym config can reach (``unscored``
+    None: judge failures masked, other unscored rows HTTP errors; see :func:`verify_reply`)."""
     return lambda door: _routes(door, "", reward, unscored)

@@ -30,6 +30,10 @@ query is the response.
 is that object (``{"answer": "4"}``, ``{"tests": ...}``); any other string or number is
 ``{"answer": label}`` (the gold answer of ``math`` / ``gsm8k``); an object is used as it is.
 
+**Groups** (for a groupwise reward such as ``kimi_length``): the rows of one call with the same
+prompt and label are one group (OpenRLHF repeats a prompt ``n_samples_per_prompt`` times with its
+label); a row alone in its group is refused for a groupwise reward (``groups.py``).
+
 **Unscored rows are HTTP errors, never rewards.** OpenRLHF has no "could not score" value:
 its client calls ``raise_for_status`` and retries any error status 5 times, 1 s apart, then
 leaves the sample's reward ``None`` (0.11: the trainer then stops on the missing reward) or
@@ -55,7 +59,8 @@ from starlette.routing import BaseRoute, Route
 
 from reward_core.contract import InvalidRollout, Rollout, RolloutResult, RolloutStatus, normalize_reference
 from reward_service.http_door.door import FrontDoor
-from reward_service.http_door.errors import bad_request, error_response
+from reward_service.http_door.errors import bad_request, error_response, retry_after_headers
+from reward_service.http_door.groups import is_groupwise, lone_rows_refusal, prompt_groups
 from reward_service.http_door.upstream import UpstreamError
 
 #: End-of-sequence text a ``skip_special_tokens=False`` decode leaves after the response.
@@ -74,7 +79,10 @@ UNSCORED_CODES = {
     RolloutStatus.INVALID_ROLLOUT: grpc.StatusCode.INVALID_ARGUMENT,
     RolloutStatus.ERROR: grpc.StatusCode.INTERNAL,
     RolloutStatus.UNSPECIFIED: grpc.StatusCode.INTERNAL,
+    RolloutStatus.JUDGE_UNPARSEABLE: grpc.StatusCode.INTERNAL,
     RolloutStatus.TIMEOUT: grpc.StatusCode.DEADLINE_EXCEEDED,
+    RolloutStatus.JUDGE_FAILED: grpc.StatusCode.UNAVAILABLE,
+    RolloutStatus.JUDGE_RATE_LIMITED: grpc.StatusCode.RESOURCE_EXHAUSTED,
     RolloutStatus.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
 }
 
@@ -163,15 +171,27 @@ def unscored_answer(results: Sequence[RolloutResult], reward: str) -> Response |
     more = f" and {len(unscored) - 5} more" if len(unscored) > 5 else ""
     hint = " (GET /v1/tasks lists the rewards)" if code == grpc.StatusCode.NOT_FOUND else ""
     return error_response(code, f"reward {reward!r} could not score {len(unscored)} of {len(results)} "
-                                f"rows, so none is answered: {rows}{more}{hint}")
+                                f"rows, so none is answered: {rows}{more}{hint}",
+                          retry_after_headers(unscored[0][1].error))
 
 
 async def score_rows(door: FrontDoor, rollouts: list[Rollout]) -> list[RolloutResult]:
-    """Results in order, sent in chunks of at most the door's batch size (raises UpstreamError)."""
+    """Results in order, sent in chunks of at most the door's batch size, a group never split (a group
+    larger than that goes alone); raises UpstreamError."""
     size = door.up.config.max_batch
-    chunks = [rollouts[i:i + size] for i in range(0, len(rollouts), size)]
-    answers = await asyncio.gather(*(door.up.score(chunk) for chunk in chunks))
-    return [result for answer in answers for result in answer]
+    members: dict[str, list[int]] = {}
+    for i, rollout in enumerate(rollouts):
+        members.setdefault(rollout.group_id or f"row {i}", []).append(i)
+    chunks: list[list[int]] = [[]]
+    for group in members.values():
+        if chunks[-1] and len(chunks[-1]) + len(group) > size:
+            chunks.append([])
+        chunks[-1].extend(group)
+    answers = await asyncio.gather(*(door.up.score([rollouts[i] for i in chunk]) for chunk in chunks))
+    results: dict[int, RolloutResult] = {}
+    for chunk, answer in zip(chunks, answers):
+        results.update(zip(chunk, answer))
+    return [results[i] for i in range(len(rollouts))]
 
 
 async def known_reward(door: FrontDoor, reward: str) -> Response | None:
@@ -240,10 +260,12 @@ def routes(door: FrontDoor) -> list[BaseRoute]:
             return bad_request(f"not an OpenRLHF reward call: {exc}")
         if not rollouts:
             return await known_reward(door, reward) or JSONResponse(rewards_body([]))
+        rollouts = prompt_groups(rollouts)
         try:
-            results = await score_rows(door, rollouts)
+            refused = lone_rows_refusal(rollouts, reward) if await is_groupwise(door, reward) else None
+            results = [] if refused else await score_rows(door, rollouts)
         except UpstreamError as exc:
             return error_response(exc.code, str(exc))
-        return unscored_answer(results, reward) or JSONResponse(rewards_body(results))
+        return refused or unscored_answer(results, reward) or JSONResponse(rewards_body(results))
 
     return [Route("/openrlhf/{reward}", score, methods=["POST"])]

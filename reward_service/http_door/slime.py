@@ -20,6 +20,9 @@ The ``response`` is scored as it is (slime sends the generated text alone); ``pr
 passed to the task (a message list as its contents, one per line) and ``label`` is the
 reference by OpenRLHF's rule (:func:`reward_service.http_door.openrlhf.reference_from_label`).
 
+A groupwise reward (``kimi_length``) is refused with a 400 saying why: the call holds one sample and
+no group (``groups.py``).
+
 **Unscored rows are HTTP errors, never rewards** (the same statuses as OpenRLHF's door: 404
 unknown reward, 400 invalid reference, 500 verifier error, 504 timeout, 503 + ``Retry-After``).
 slime's client calls ``raise_for_status`` and retries any failure 10 times with exponential
@@ -38,6 +41,7 @@ from starlette.routing import BaseRoute, Route
 from reward_core.contract import InvalidRollout, Rollout, RolloutResult
 from reward_service.http_door.door import FrontDoor
 from reward_service.http_door.errors import bad_request, error_response
+from reward_service.http_door.groups import is_groupwise, no_group_refusal
 from reward_service.http_door.openrlhf import reference_from_label, score_rows, unscored_answer
 from reward_service.http_door.upstream import UpstreamError
 
@@ -86,6 +90,9 @@ def routes(door: FrontDoor) -> list[BaseRoute]:
         except InvalidRollout as exc:
             return bad_request(f"not a slime reward call: {exc}")
         try:
+            if await is_groupwise(door, reward):
+                return no_group_refusal(reward, "slime", "remote_rm posts one sample per call, with its prompt, "
+                                        "response and label only (no group index)")
             results = await score_rows(door, [rollout])
         except UpstreamError as exc:
             return error_response(exc.code, str(exc))

@@ -77,13 +77,18 @@ class Upstreams:
         """One result per rollout, in order; concurrent callers share merged Score calls.
 
         Rollout ids must be unique within one caller's list; the batcher makes them unique
-        across callers and restores them.
+        across callers and restores them. A caller's groups (``group_id``) stay its own: they are
+        tagged with the call before they are merged, so two callers' ``g0`` never join one group.
         """
-        return await self.batcher.submit(list(rollouts))
+        call = uuid.uuid4().hex[:12]
+        tagged = [dataclasses.replace(r, group_id=f"{call}/{r.group_id}") if r.group_id else r for r in rollouts]
+        results = await self.batcher.submit(tagged)
+        return [dataclasses.replace(result, group_id=original.group_id)
+                for result, original in zip(results, rollouts)]
 
     async def _score_now(self, rollouts: list[Rollout]) -> list[RolloutResult]:
-        # ids made unique across callers; groups dropped (the adapters' protocols have no group statistics)
-        unique = [Rollout(f"{i}", r.task, r.completion, r.reference, r.prompt, r.metadata)
+        # ids made unique across callers (each caller's group ids are already its own: ``score``)
+        unique = [Rollout(f"{i}", r.task, r.completion, r.reference, r.prompt, r.metadata, r.group_id)
                   for i, r in enumerate(rollouts)]
         try:
             batch = await self.reward.score_once(unique, f"http-{uuid.uuid4().hex[:12]}", 0.0)

@@ -4,8 +4,8 @@ Each canary is scored as the server scores a rollout: ``check_reference``, then 
 for a groupwise task, ``score_group`` on a group of one); an unscored outcome or a non-finite score
 (both answered unscored by the server) passes, a score above the canary's ceiling fails, and so
 does an exception (verifiers never raise on model output) or a rejected reference (the canary
-checks nothing). Canaries run in the server process (:class:`CanaryRun`: in a background thread, so
-start-up does not wait for them unless ``--strict-canaries`` must): a task that calls another
+checks nothing). Canaries run in the server process (``startup_checks.StartupChecks``: in a background
+thread, so start-up does not wait for them unless ``--strict-canaries`` must): a task that calls another
 service (``runs_in_server``, an ``endpoint``) is skipped, saying so, and a task's remaining canaries
 are skipped once its run passes ``budget_s``.
 """
@@ -16,7 +16,6 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from reward_core.contract import RolloutStatus
@@ -155,41 +154,3 @@ def failure_message(reports: dict[str, CanaryReport]) -> str:
     return ("tasks rewarded adversarial completions (canaries) at start-up, and --strict-canaries refuses to "
             "start: " + " | ".join(lines) + ". Fix the task or its options, or start without --strict-canaries "
             "(each failure is then logged as a warning)")
-
-
-class CanaryRun:
-    """The canaries of ``names`` (tasks from ``get``), run once in a background thread; each task's report
-    goes into ``reports`` (and the log) as it is done. ``wait`` blocks until all are; ``stop`` ends the run
-    after the canary in progress (a server closing before they are done)."""
-
-    def __init__(self, names: Sequence[str], get: Callable[[str], Task], reports: dict[str, CanaryReport],
-                 budget_s: float = CANARY_BUDGET_S) -> None:
-        self.reports = reports
-        self._names, self._get, self._budget_s = list(names), get, budget_s
-        self._stop = threading.Event()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="canaries", daemon=True)
-
-    def start(self) -> CanaryRun:
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        try:
-            for name in self._names:
-                if self._stop.is_set():
-                    return
-                report = run_canaries(name, self._get(name), self._budget_s, self._stop)
-                self.reports[name] = report
-                log_canary_report(report)
-            ran = [r for r in self.reports.values() if r.results]
-            logger.info("canaries: %d tasks checked, %d rewarded one", len(ran), sum(1 for r in ran if r.failures))
-        finally:
-            self._done.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Whether every task's canaries have run (or the run stopped) within ``timeout`` seconds."""
-        return self._done.wait(timeout)
-
-    def stop(self) -> None:
-        self._stop.set()

@@ -51,6 +51,17 @@ class CompositeTask(Task):
     def groupwise(self) -> bool:  # type: ignore[override]
         return any(task.groupwise for task, _ in self._parts.values())
 
+    @property
+    def group_stage_waits(self) -> bool:  # type: ignore[override]
+        return any(task.group_stage_waits for task, _ in self._parts.values())
+
+    @property
+    def runs_in_server(self) -> bool:  # type: ignore[override]
+        """In the server when every component does (judges, the sandbox, a reward model: they share the
+        server's clients, limits and caches); a composite mixing in a CPU-bound component (sympy) stays in
+        the worker pool, where a hung verifier is killed, and each worker has its own clients."""
+        return bool(self._parts) and all(task.runs_in_server for task, _ in self._parts.values())
+
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         return self.combine({name: task.score(completion, reference, prompt)
                              for name, (task, _) in self._parts.items()})
@@ -129,6 +140,7 @@ class CompositeTask(Task):
             kind="composite",
             weights={n: w for n, (_, w) in self._parts.items()},
             produces_steps=any(task.info().produces_steps for task, _ in self._parts.values()),
+            groupwise=self.groupwise,
         )
 
 

@@ -27,6 +27,9 @@ Series (all on the server's private registry; ``task`` labels are registered tas
 
 The pool series exist once :meth:`RewardMetrics.attach_pool` is called, the cache series once
 :meth:`RewardMetrics.attach_reward_cache` is (a server whose ``--reward-cache-entries`` is not 0).
+The LLM judges' series (``reward_judge_*``: calls by outcome, verdict cache, latency, in flight,
+rate limits, bias) are this process's (``reward_service/judges/judge_metrics.py``), included in
+every server's /metrics.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from reward_core.contract import ScoreBatchResult
 from reward_core.metrics_http import MetricsEndpoint
+from reward_service.judges.judge_metrics import judge_metrics
 from reward_service.pool.types import PoolStats
 
 #: The ``task`` label of every rollout whose task is not registered: task names come from
@@ -128,6 +132,16 @@ def _observe_all(histogram: Histogram, values: list[float]) -> None:
         histogram.observe(value)
 
 
+class _ForwardCollector:
+    """Yields another registry's series at each scrape (the process-wide judge metrics)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._registry.collect()
+
+
 class RewardMetrics:
     """Counters and histograms a reward server exports on ``--metrics-port``.
 
@@ -169,6 +183,7 @@ class RewardMetrics:
             ["task"], registry=self.registry,
         )
         self.open_streams = Gauge("reward_open_streams", "ScoreStream calls in progress", registry=self.registry)
+        self.registry.register(_ForwardCollector(judge_metrics().registry))
 
     # ------------------------------------------------------------------ per call
     def observe_batch(self, method: str, batch: ScoreBatchResult) -> None:

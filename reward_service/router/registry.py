@@ -25,9 +25,9 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from reward_core.contract import TaskInfo
-from reward_service.router.canary_check import CanaryReport, CanaryResult, CanaryRun
 from reward_service.router.composite import CompositeTask
 from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints, TaskSpec
+from reward_service.router.startup_checks import SelfCheckReport, StartupChecks, self_check_task
 from reward_service.router.task_bases import order_by_base, with_base
 from reward_service.router.versioning import is_cacheable, remember_config, version_of
 from reward_service.task_api import FamilyTask, InvalidTaskOptions, Task
@@ -218,15 +218,8 @@ class TaskRegistry:
         A self-check that raises is itself a failure (reported, not propagated). A family is
         checked through its first member (its members share one class) and the members in use.
         """
-        failures: dict[str, list[str]] = {}
-        for name in self.checked_names():
-            try:
-                found = list(self.get(name).self_check())
-            except (ValueError, TypeError, KeyError, ArithmeticError, AttributeError, RuntimeError) as exc:
-                found = [f"self_check raised {type(exc).__name__}: {exc}"]
-            if found:
-                failures[name] = found
-        return failures
+        failures = {name: self_check_task(name, self.get(name)) for name in self.checked_names()}
+        return {name: lines for name, lines in failures.items() if lines}
 
     def checked_names(self) -> list[str]:
         """The tasks checked at start-up: every registered one, and each family's first member."""
@@ -234,37 +227,18 @@ class TaskRegistry:
         return sorted(set(self._tasks) | set(firsts))
 
 
-@dataclasses.dataclass(frozen=True)
-class SelfCheckReport:
-    """What the start-up checks found: self-check failures (task -> lines) and every task's canary run."""
-
-    failures: dict[str, list[str]]
-    #: Task -> its canary run, filled in as each task's run ends (in a server, in the background).
-    canaries: dict[str, CanaryReport] = dataclasses.field(default_factory=dict)
-
-    @property
-    def canary_failures(self) -> dict[str, tuple[CanaryResult, ...]]:
-        """The tasks that rewarded a canary, and those canaries."""
-        return {name: report.failures for name, report in self.canaries.items() if report.failures}
-
-
 def log_self_check(registry: TaskRegistry, canaries: bool = True) -> SelfCheckReport:
-    """Runs the registry's self-check, then (``canaries``) its canaries, once at server start-up, and
-    logs each failing task and each canary a task rewarded (see ``start_canaries`` to run them in the
-    background instead)."""
-    failures = registry.self_check()
-    for name, lines in failures.items():
-        logger.error("task %r failed its self-check (%d problems); its rewards are not trustworthy: %s",
-                     name, len(lines), "; ".join(lines[:5]))
-    report = SelfCheckReport(failures)
-    if canaries:
-        start_canaries(registry, report).wait()
+    """Runs the registry's self-checks, then (``canaries``) its canaries, in the calling thread, and logs
+    each failing task and each canary a task rewarded (a server runs them in the background:
+    ``start_checks``)."""
+    report = SelfCheckReport({})
+    StartupChecks(registry.checked_names(), registry.get, report, canaries).run()
     return report
 
 
-def start_canaries(registry: TaskRegistry, report: SelfCheckReport) -> CanaryRun:
-    """Starts the registry's canary run in the background; each task's report goes into ``report.canaries``."""
-    return CanaryRun(registry.checked_names(), registry.get, report.canaries).start()
+def start_checks(registry: TaskRegistry, report: SelfCheckReport) -> StartupChecks:
+    """Starts the registry's self-checks and canaries in the background; they fill ``report``."""
+    return StartupChecks(registry.checked_names(), registry.get, report).start()
 
 
 def _import_task_class(path: str, name: str) -> type[Task] | None:

@@ -13,6 +13,17 @@ Composite rewards are configuration, not code::
       math_with_format:
         description: "accuracy plus a small bonus for <think>/<answer> format"
         components: {math: 1.0, format: 0.2}
+    judges:                     # LLM judge endpoints (reward_service.judges.JudgeEndpoint's fields)
+      small:
+        base_url: http://localhost:8000/v1
+        model: qwen2.5-7b-instruct
+        max_concurrency: 16
+        requests_per_minute: 600
+        cache: sqlite:/var/cache/reward/verdicts.db
+
+A judge task's ``judge: small`` option names one of the ``judges`` (replaced by its settings when
+the file is read, so the task's version covers them); ``judge: {base_url: ..., model: ...}``
+gives one inline.
 
 A name under ``tasks`` that equals a registered task configures that task's
 options; any other name adds a variant. Names under ``rewards`` become
@@ -27,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from reward_service.judges.calls import JudgeEndpoint
 
 
 class RewardsConfigError(ValueError):
@@ -59,6 +72,8 @@ class RewardsConfig:
     tasks: tuple[TaskSpec, ...] = ()
     rewards: tuple[CompositeSpec, ...] = ()
     load_entry_points: bool = True
+    #: LLM judge endpoints by name (``judges:``); tasks' ``judge: <name>`` options already resolved.
+    judges: tuple[JudgeEndpoint, ...] = ()
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> RewardsConfig:
@@ -72,12 +87,15 @@ class RewardsConfig:
     def from_dict(cls, data: Mapping[str, Any], source: str = "<config>") -> RewardsConfig:
         if not isinstance(data, Mapping):
             raise RewardsConfigError(f"{source}: top level must be a mapping with 'tasks' and/or 'rewards'")
-        unknown = set(data) - {"tasks", "rewards"}
+        unknown = set(data) - {"tasks", "rewards", "judges"}
         if unknown:
-            raise RewardsConfigError(f"{source}: unknown top-level keys {sorted(unknown)}; use 'tasks' and 'rewards'")
-        tasks = tuple(_task_spec(n, v, source) for n, v in _mapping(data, "tasks", source).items())
+            raise RewardsConfigError(f"{source}: unknown top-level keys {sorted(unknown)}; use 'tasks', 'rewards' "
+                                     "and 'judges'")
+        judges = {str(n): _judge(n, v, source) for n, v in _mapping(data, "judges", source).items()}
+        tasks = tuple(_with_judge(_task_spec(n, v, source), judges, source)
+                      for n, v in _mapping(data, "tasks", source).items())
         rewards = tuple(_composite_spec(n, v, source) for n, v in _mapping(data, "rewards", source).items())
-        return cls(tasks=tasks, rewards=rewards)
+        return cls(tasks=tasks, rewards=rewards, judges=tuple(judges.values()))
 
 
 @dataclass(frozen=True)
@@ -117,6 +135,24 @@ def _task_spec(name: str, value: Any, source: str) -> TaskSpec:
         raise RewardsConfigError(f"{source}: tasks.{name}.options must be a mapping")
     return TaskSpec(name=str(name), task=str(value.get("task", name)), options=dict(options),
                     description=str(value.get("description", "")))
+
+
+def _judge(name: str, value: Any, source: str) -> JudgeEndpoint:
+    try:
+        return JudgeEndpoint.from_options(value or {}, name=str(name))
+    except (ValueError, TypeError) as exc:
+        raise RewardsConfigError(f"{source}: judges.{name}: {exc}") from None
+
+
+def _with_judge(spec: TaskSpec, judges: Mapping[str, JudgeEndpoint], source: str) -> TaskSpec:
+    """``spec`` with a ``judge: <name>`` option replaced by that judge's settings."""
+    judge = spec.options.get("judge")
+    if not isinstance(judge, str):
+        return spec
+    if judge not in judges:
+        raise RewardsConfigError(f"{source}: tasks.{spec.name}.options.judge names {judge!r}, which is not under "
+                                 f"'judges:' (known: {sorted(judges) or 'none'})")
+    return TaskSpec(spec.name, spec.task, {**spec.options, "judge": judges[judge].to_options()}, spec.description)
 
 
 def _composite_spec(name: str, value: Any, source: str) -> CompositeSpec:

@@ -5,8 +5,9 @@ score exactly the same way. Per request, identical (task, completion,
 reference, prompt, metadata) items are verified once; across requests, the reward cache
 (``reward_cache.py``) answers a repeated rollout of a deterministic task before anything is
 queued, keyed by its task's verifier version (``versioning.py``, stamped on every result). The
-rollouts of a groupwise task are then shaped per group (``group_stage.py``) when the request's
-results are built.
+rollouts of a groupwise task are then shaped per group (``group_stage.py``): when the request's
+results are built, or, for a stage that waits on a judge, on the in-server threads before the
+request is done (never on the server's event loop).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Executor, Future, ThreadPoolExecutor
 
 from reward_core.contract import (
     Rollout,
@@ -42,9 +43,10 @@ from reward_service.pool.worker_pool import (
     WorkerPool,
 )
 from reward_service.router.config import ScorerConfig
-from reward_service.router.group_stage import shape_groups
-from reward_service.router.registry import TaskRegistry, build_registry, log_self_check, start_canaries
+from reward_service.router.group_stage import Group, find_groups, shape_group, shape_groups
+from reward_service.router.registry import TaskRegistry, build_registry, start_checks
 from reward_service.router.reward_cache import RewardCache, cache_key
+from reward_service.router.startup_checks import SelfCheckReport
 from reward_service.router.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
 from reward_service.task_api import InvalidReference, Task, TaskInput, TaskOutcome, cancel_token_set
 from reward_service.tasks.explanation import explain_exception, explain_outcome, explain_unscored
@@ -75,6 +77,9 @@ MAX_RETRY_HINT_MS = 30_000
 #: Pool jobs at once per worker (the rest waits in the fair queue, per client).
 JOBS_IN_POOL_PER_WORKER = 2
 
+#: Why a member of a group whose (waiting) group stage did not run is answered UNAVAILABLE.
+GROUP_NOT_RANKED = "its group was not ranked: the server is shutting down; send the group again (any replica)"
+
 
 JobEntry = tuple[ScoreItem, Future]
 
@@ -98,12 +103,18 @@ def _store_outcome(cache: RewardCache, key: bytes, fut: Future) -> None:  # a fu
 
 
 class PendingBatch:
-    """A submitted request: its results become available when every item is done."""
+    """A submitted request: its results become available when every item is done (and every group whose
+    stage waits on a judge is ranked, on the group runner's threads)."""
 
     def __init__(self, request_id: str, rollouts: Sequence[Rollout], timeout_s: float, client_id: str = "",
-                 task_of: Callable[[str], Task] | None = None) -> None:
+                 task_of: Callable[[str], Task] | None = None, group_runner: Executor | None = None) -> None:
         self.request_id = request_id
         self._task_of = task_of  # for the group stage; None: the request has no groupwise task
+        # Runs the group stages that wait (Task.group_stage_waits: a judge), one job per group, before the
+        # batch is done: never on the event loop that answers the call. None: they run in result().
+        self._group_runner = group_runner
+        self._shaped: dict[int, ItemOutcome] = {}  # what the group runner shaped, by rollout index
+        self._groups_left = 0
         self.client_id = client_id
         self.cancelled = False
         self._rollouts = list(rollouts)
@@ -126,7 +137,7 @@ class PendingBatch:
         """Starts counting completions (after every item future exists)."""
         self._remaining = len(self._item_futures)
         if not self._item_futures:
-            self._finish()
+            self._items_done()
         for fut in self._item_futures:
             fut.add_done_callback(self._one_done)
 
@@ -134,6 +145,43 @@ class PendingBatch:
         with self._lock:
             self._remaining -= 1
             last = self._remaining == 0
+        if last:
+            self._items_done()
+
+    def _items_done(self) -> None:
+        """Every item is verified: the batch is done, or once its group runner has shaped every group."""
+        runner = self._group_runner
+        groups = self._find_groups() if runner is not None and not self.cancelled else []
+        if runner is None or not groups:
+            self._finish()
+            return
+        self._groups_left = len(groups)
+        for group in groups:
+            try:
+                job = runner.submit(self._shape_one, group)
+            except RuntimeError:  # the server is shutting down: result() answers the group UNAVAILABLE
+                self._group_done()
+                continue
+            job.add_done_callback(lambda done: self._group_done() if done.cancelled() else None)
+
+    def _shape_one(self, group: Group) -> None:
+        """One group's stage, in the request's context (its cancel token and client id), as in-server jobs."""
+        try:
+            if not self.cancelled and self._task_of is not None:
+                with cancel_token_set(self.cancellation), request_context(self.request_id, self.client_id):
+                    shaped = shape_group(group, self._rollouts, self._verified(), self._task_of)
+                with self._lock:
+                    self._shaped.update(shaped)
+        except Exception:  # a bug of ours (a task's own failure is its group's ERROR): the group stays unranked
+            logger.exception("request %r: the group stage of group %r (task %r) failed", self.request_id,
+                             group.group_id, group.task_name)
+        finally:
+            self._group_done()
+
+    def _group_done(self) -> None:
+        with self._lock:
+            self._groups_left -= 1
+            last = self._groups_left == 0
         if last:
             self._finish()
 
@@ -145,7 +193,7 @@ class PendingBatch:
             cb(self)
 
     def add_done_callback(self, fn: Callable[[PendingBatch], None]) -> None:
-        """Calls ``fn(self)`` once every item is done (at once if already done)."""
+        """Calls ``fn(self)`` once the batch is done (at once if already done)."""
         with self._lock:
             if not self._done.is_set():
                 self._callbacks.append(fn)
@@ -174,7 +222,7 @@ class PendingBatch:
         delivered and every rollout still pending is answered UNAVAILABLE (retryable) with
         that reason -- how a server going away hands back a call within its grace period.
         """
-        shaped = self._group_stage()
+        shaped, unranked = self._group_stage()
         results = []
         for i, rollout in enumerate(self._rollouts):
             if i in self._ready:
@@ -183,6 +231,8 @@ class PendingBatch:
             fut, first = self._slot_future[i]
             if unfinished and (not fut.done() or isinstance(fut.exception(timeout=0), CancelledError)):
                 results.append(unscored(rollout, RolloutStatus.UNAVAILABLE, unfinished))
+            elif i in unranked:
+                results.append(unscored(rollout, RolloutStatus.UNAVAILABLE, unfinished or GROUP_NOT_RANKED))
             elif i in shaped:
                 results.append(result_from_outcome(rollout, shaped[i], first, self.versions.get(rollout.task, "")))
             else:
@@ -196,13 +246,37 @@ class PendingBatch:
         """The ids of the rollouts one item future answers (identical rollouts share one)."""
         return [self._rollouts[i].id for i, (slot, _) in self._slot_future.items() if slot is fut]
 
-    def _group_stage(self) -> dict[int, ItemOutcome]:
-        """The outcomes of the groupwise rollouts verified so far, shaped per group (see ``group_stage``)."""
-        if self._task_of is None:
-            return {}
-        done = {i: fut.result(timeout=0) for i, (fut, _) in self._slot_future.items()
+    def _verified(self) -> dict[int, ItemOutcome]:
+        """The outcomes verified so far, by rollout index."""
+        return {i: fut.result(timeout=0) for i, (fut, _) in self._slot_future.items()
                 if fut.done() and not fut.cancelled() and fut.exception(timeout=0) is None}
-        return shape_groups(self._rollouts, done, self._task_of)
+
+    def _find_groups(self) -> list[Group]:
+        """The groups whose stage the group runner runs: those of a task whose stage waits."""
+        task_of = self._task_of
+        if task_of is None:
+            return []
+        return [g for g in find_groups(self._rollouts, self._verified(), task_of)
+                if task_of(g.task_name).group_stage_waits]
+
+    def _group_stage(self) -> tuple[dict[int, ItemOutcome], set[int]]:
+        """The outcomes of the groupwise rollouts verified so far, shaped per group (see ``group_stage``),
+        and the members of the groups whose stage waits and did not run (answered UNAVAILABLE): a call
+        handed back early, or a server shutting down. A stage that waits never runs here, on the loop."""
+        if self._task_of is None:
+            return {}, set()
+        if self._group_runner is None:
+            return shape_groups(self._rollouts, self._verified(), self._task_of), set()
+        with self._lock:
+            shaped = dict(self._shaped)
+        verified = self._verified()
+        unranked: set[int] = set()
+        for group in find_groups(self._rollouts, verified, self._task_of):
+            if self._task_of(group.task_name).group_stage_waits:
+                unranked.update(i for i in group.members if i not in shaped)
+            else:
+                shaped.update(shape_group(group, self._rollouts, verified, self._task_of))
+        return shaped, unranked
 
 
 class Scorer:
@@ -218,9 +292,8 @@ class Scorer:
         self.config = config
         self.registry: TaskRegistry = build_registry(config.rewards, endpoints=config.endpoints,
                                                      strict_plugins=config.strict_plugins)
-        self.self_check_report = log_self_check(self.registry, canaries=False)
-        for plugin, reason in self.registry.plugin_failures.items():   # reported like a failed self-check
-            self.self_check_report.failures[plugin] = [reason]
+        # A plugin that failed to load is reported like a failed self-check.
+        self.self_check_report = SelfCheckReport({p: [r] for p, r in self.registry.plugin_failures.items()})
         self.self_check_failures = self.self_check_report.failures
         pool_config = PoolConfig(
             num_workers=config.workers,
@@ -240,11 +313,15 @@ class Scorer:
                                  config.reward_cache or None, config.reward_cache_disk_entries) \
             if config.reward_cache_entries else None
         self._policies: dict[str, _CachePolicy] = {}
-        # The tasks' canaries, in the background: their reports fill self_check_report.canaries.
-        self.canary_run = start_canaries(self.registry, self.self_check_report)
+        # The tasks' self-checks, then their canaries, in the background once the workers are up (not
+        # competing with their start): they fill self_check_report as each task's are done.
+        self.startup_checks = start_checks(self.registry, self.self_check_report)
 
     def list_tasks(self) -> list[TaskInfo]:
-        return self.registry.infos()
+        """Every task's info, with what its start-up checks found so far (the tasks they check)."""
+        checked = self.startup_checks.names
+        return [dataclasses.replace(info, checks=self.self_check_report.of(info.name)) if info.name in checked
+                else info for info in self.registry.infos()]
 
     def submit(self, rollouts: Sequence[Rollout], request_id: str = "", item_timeout_s: float = 0.0,
                client_id: str = "", invalid: Mapping[int, str] | None = None) -> PendingBatch:
@@ -253,8 +330,11 @@ class Scorer:
         rollouts answered INVALID_ROLLOUT at once, never verified."""
         invalid = invalid or {}
         timeout = item_timeout_s or self.config.item_timeout_s
-        groupwise = any(r.task in self.registry and self.registry.get(r.task).groupwise for r in rollouts)
-        batch = PendingBatch(request_id, rollouts, timeout, client_id, self.registry.get if groupwise else None)
+        tasks = {r.task for r in rollouts}
+        groupwise = any(task in self.registry and self.registry.get(task).groupwise for task in tasks)
+        waits = any(task in self.registry and self.registry.get(task).group_stage_waits for task in tasks)
+        batch = PendingBatch(request_id, rollouts, timeout, client_id, self.registry.get if groupwise else None,
+                             self._in_server if waits else None)
         unique: dict[tuple, Future] = {}
         by_task: dict[str, list[JobEntry]] = {}
         queued = 0
@@ -350,7 +430,8 @@ class Scorer:
     def _submit_job(self, batch: PendingBatch, entries: list[JobEntry], timeout: float, attempt: int = 0) -> None:
         items = [item for item, _ in entries]
         if self.registry.get(items[0].task).runs_in_server:
-            job = self._in_server.submit(self._score_here, items, batch.cancellation)
+            job = self._in_server.submit(self._score_here, items, batch.cancellation, batch.request_id,
+                                         batch.client_id)
             job.add_done_callback(lambda _: self.queue.release(batch.client_id, len(items)))
         else:
             job = self.queue.submit(batch.client_id, items, timeout, len(entries))
@@ -387,15 +468,17 @@ class Scorer:
             log_item_failure(batch, entries[0][0].task, fut, error)
             fut.set_exception(error)
 
-    def _score_here(self, items: list[ScoreItem], cancellation: Cancellation) -> list[ItemOutcome]:
-        """Scores a job of a task that runs in the server (see ``Task.runs_in_server``).
+    def _score_here(self, items: list[ScoreItem], cancellation: Cancellation, request_id: str = "",
+                    client_id: str = "") -> list[ItemOutcome]:
+        """Scores a job of a task that runs in the server (see ``Task.runs_in_server``), in its request's
+        context (a judge task shares its endpoint fairly by the client id: ``current_client_id()``).
 
         Failures are reported like a worker's (JobError), so the retry rules are the same.
         """
         task = self.registry.get(items[0].task)
         start = time.perf_counter()
         try:
-            with cancel_token_set(cancellation):
+            with cancel_token_set(cancellation), request_context(request_id, client_id):
                 outcomes = task.score_batch([item.input for item in items])
         except Exception as exc:  # noqa: BLE001 -- a task's failure fails its job, as in a worker
             raise JobError(type(exc).__name__, str(exc), traceback.format_exc()) from exc
@@ -435,7 +518,7 @@ class Scorer:
         return self.queue.drop_queued()
 
     def close(self) -> None:
-        self.canary_run.stop()
+        self.startup_checks.stop()
         self.queue.drop_queued()
         self._in_server.shutdown(wait=False, cancel_futures=True)
         for name in self.registry.names():

@@ -140,7 +140,7 @@ def create_server(config: ServerConfig, scorer: Scorer | None = None) -> RewardS
     scorer = scorer or Scorer(config.scorer)
     try:
         if config.strict_canaries:
-            scorer.canary_run.wait()
+            scorer.startup_checks.wait()
             if scorer.self_check_report.canary_failures:
                 raise CanaryFailure(failure_message(scorer.self_check_report.canaries))
         return RewardServer(config, scorer, owns, security)
@@ -179,7 +179,7 @@ def serve(config: ServerConfig) -> None:
     server = create_server(config)
     if config.exit_with_parent:
         watch_parent(stop)
-    logger.info("reward server listening on %s with tasks %s; %s", server.address, server.scorer.registry.names(),
+    logger.info("reward server listening on %s with tasks %s; %s", server.address, server.scorer.registry.summary(),
                 server.security.describe())
     wait_until_set(stop)
     logger.info("draining (grace %.1fs)", config.grace_s)

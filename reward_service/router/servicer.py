@@ -302,7 +302,9 @@ class RewardServicer:
     # --- ListTasks ------------------------------------------------------------------------
     async def ListTasks(self, request: pb.ListTasksRequest,
                         context: grpc.aio.ServicerContext) -> pb.ListTasksResponse:
-        return pb.ListTasksResponse(tasks=[convert.task_info_to_proto(t) for t in self._scorer.list_tasks()])
+        # Off the event loop: the first call hashes every task's code and data (its verifier version).
+        infos = await asyncio.to_thread(self._scorer.list_tasks)
+        return pb.ListTasksResponse(tasks=[convert.task_info_to_proto(t) for t in infos])
 
 
 class _StreamState:

@@ -13,6 +13,7 @@ task's longer ``Task.explain`` trace.
 
 from __future__ import annotations
 
+import functools
 import traceback
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +31,17 @@ ELLIPSIS = "…"
 def cap(text: str, limit: int = MAX_CHARS) -> str:
     """``text`` on at most two lines (the first line break kept, runs of whitespace made one space),
     cut to ``limit`` characters with an ellipsis."""
+    # Remembered (short texts only, so the memo stays small): an outcome answered from the reward cache
+    # is explained again with the same text on every hit.
+    return _cap_remembered(text, limit) if len(text) <= 2 * MAX_CHARS else _cap(text, limit)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cap_remembered(text: str, limit: int) -> str:
+    return _cap(text, limit)
+
+
+def _cap(text: str, limit: int) -> str:
     first, _, rest = text.strip().partition("\n")
     lines = [" ".join(part.split()) for part in (first, rest)]
     text = "\n".join(line for line in lines if line)

@@ -63,9 +63,10 @@ CANARY_ROW: Mapping[str, Any] = {"instruction_id_list": ["keywords:existence", "
 
 def repeats_prompt(response: str, prompts: tuple[Any, ...]) -> bool:
     """Whether ``response`` is nothing but a prompt (any of ``prompts``), once or more, spacing aside."""
-    text = " ".join(response.split())
+    text = None
     for prompt in prompts:
-        if isinstance(prompt, str) and (said := " ".join(strip_special_tokens(prompt).split())):
+        if isinstance(prompt, str) and prompt and (said := " ".join(strip_special_tokens(prompt).split())):
+            text = " ".join(response.split()) if text is None else text
             if text and not text.replace(said, "").strip():
                 return True
     return False

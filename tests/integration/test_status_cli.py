@@ -55,6 +55,16 @@ def test_status_shows_health_tasks_and_rollout_counts(server_with_metrics, capsy
     assert out.rstrip().endswith("status: OK")
 
 
+def test_status_reports_the_tasks_start_up_checks_once_done(server_with_metrics, capsys):
+    server, _ = server_with_metrics
+    assert server.scorer.startup_checks.wait(120)
+    checked = len(server.scorer.startup_checks.names)
+    code, out = run_status(capsys, "--endpoint", server.address)
+    line = next(li for li in out.splitlines() if li.startswith("  checks"))
+    assert code == 0 and f"{checked}/{checked} tasks checked; canaries: " in line, line
+    assert "self-check failed" not in line and "rewarded canaries" not in line and " 0 failed" in line
+
+
 def test_status_without_metrics_url_checks_only_grpc(server_with_metrics, capsys):
     server, _ = server_with_metrics
     code, out = run_status(capsys, "--endpoint", server.address)

@@ -2,7 +2,7 @@
 
 from reward.v1 import reward_pb2 as pb
 from reward_core import convert
-from reward_core.contract import Rollout, RolloutResult, RolloutStatus
+from reward_core.contract import Rollout, RolloutResult, RolloutStatus, TaskChecks, TaskInfo
 
 
 def test_rollout_round_trips_through_protobuf():
@@ -27,3 +27,12 @@ def test_result_round_trips_through_protobuf():
 def test_unknown_status_from_a_newer_server_is_unscored():
     back = convert.result_from_proto(pb.RolloutResult(id="a", status=42, score=1.0))
     assert back.status == RolloutStatus.ERROR and not back.scored and "42" in back.error
+
+
+def test_task_checks_round_trip_and_an_unchecked_task_has_none():
+    checks = TaskChecks(True, ("case 1 wrong",), 7, 5, 1, ("hedge (gold last)",), "")
+    info = TaskInfo("t", "d", checks=checks)
+    assert convert.task_info_from_proto(convert.task_info_to_proto(info)) == info
+    unchecked = TaskInfo("u", "d")
+    msg = convert.task_info_to_proto(unchecked)
+    assert not msg.HasField("checks") and convert.task_info_from_proto(msg) == unchecked

@@ -32,6 +32,7 @@ def run_without_extras(*argv: str) -> subprocess.CompletedProcess[str]:
     (("trainer_client", "grpo", "--config", "configs/demo_grpo.yaml"), "train"),
     (("reward_service", "serve-http", "--upstream", "127.0.0.1:1"), "http"),
     (("reward_service", "serve-rm", "--checkpoint", "no-such-dir"), "rm"),
+    (("reward_service", "serve-judge", "--model", "no-such-dir"), "rm"),
 ])
 def test_a_command_without_its_extra_names_the_extra_without_a_traceback(argv, extra):
     done = run_without_extras(*argv)

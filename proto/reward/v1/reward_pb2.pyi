@@ -19,6 +19,9 @@ class RolloutStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ROLLOUT_STATUS_INVALID_REFERENCE: _ClassVar[RolloutStatus]
     ROLLOUT_STATUS_UNAVAILABLE: _ClassVar[RolloutStatus]
     ROLLOUT_STATUS_INVALID_ROLLOUT: _ClassVar[RolloutStatus]
+    ROLLOUT_STATUS_JUDGE_FAILED: _ClassVar[RolloutStatus]
+    ROLLOUT_STATUS_JUDGE_UNPARSEABLE: _ClassVar[RolloutStatus]
+    ROLLOUT_STATUS_JUDGE_RATE_LIMITED: _ClassVar[RolloutStatus]
 ROLLOUT_STATUS_UNSPECIFIED: RolloutStatus
 ROLLOUT_STATUS_OK: RolloutStatus
 ROLLOUT_STATUS_NO_ANSWER: RolloutStatus
@@ -28,6 +31,9 @@ ROLLOUT_STATUS_UNKNOWN_TASK: RolloutStatus
 ROLLOUT_STATUS_INVALID_REFERENCE: RolloutStatus
 ROLLOUT_STATUS_UNAVAILABLE: RolloutStatus
 ROLLOUT_STATUS_INVALID_ROLLOUT: RolloutStatus
+ROLLOUT_STATUS_JUDGE_FAILED: RolloutStatus
+ROLLOUT_STATUS_JUDGE_UNPARSEABLE: RolloutStatus
+ROLLOUT_STATUS_JUDGE_RATE_LIMITED: RolloutStatus
 
 class Rollout(_message.Message):
     __slots__ = ("id", "task", "prompt", "completion", "reference", "metadata", "group_id")
@@ -148,7 +154,7 @@ class ListTasksRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class TaskInfo(_message.Message):
-    __slots__ = ("name", "description", "reference_fields", "required_reference_fields", "kind", "weights", "produces_steps", "verifier_version")
+    __slots__ = ("name", "description", "reference_fields", "required_reference_fields", "kind", "weights", "produces_steps", "verifier_version", "checks", "groupwise")
     class WeightsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -164,6 +170,8 @@ class TaskInfo(_message.Message):
     WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     PRODUCES_STEPS_FIELD_NUMBER: _ClassVar[int]
     VERIFIER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CHECKS_FIELD_NUMBER: _ClassVar[int]
+    GROUPWISE_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     reference_fields: _containers.RepeatedScalarFieldContainer[str]
@@ -172,7 +180,27 @@ class TaskInfo(_message.Message):
     weights: _containers.ScalarMap[str, float]
     produces_steps: bool
     verifier_version: str
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., reference_fields: _Optional[_Iterable[str]] = ..., required_reference_fields: _Optional[_Iterable[str]] = ..., kind: _Optional[str] = ..., weights: _Optional[_Mapping[str, float]] = ..., produces_steps: _Optional[bool] = ..., verifier_version: _Optional[str] = ...) -> None: ...
+    checks: TaskChecks
+    groupwise: bool
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., reference_fields: _Optional[_Iterable[str]] = ..., required_reference_fields: _Optional[_Iterable[str]] = ..., kind: _Optional[str] = ..., weights: _Optional[_Mapping[str, float]] = ..., produces_steps: _Optional[bool] = ..., verifier_version: _Optional[str] = ..., checks: _Optional[_Union[TaskChecks, _Mapping]] = ..., groupwise: _Optional[bool] = ...) -> None: ...
+
+class TaskChecks(_message.Message):
+    __slots__ = ("done", "self_check_failures", "canaries_declared", "canaries_passed", "canaries_failed", "failed_canaries", "canaries_skipped")
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    SELF_CHECK_FAILURES_FIELD_NUMBER: _ClassVar[int]
+    CANARIES_DECLARED_FIELD_NUMBER: _ClassVar[int]
+    CANARIES_PASSED_FIELD_NUMBER: _ClassVar[int]
+    CANARIES_FAILED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_CANARIES_FIELD_NUMBER: _ClassVar[int]
+    CANARIES_SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    done: bool
+    self_check_failures: _containers.RepeatedScalarFieldContainer[str]
+    canaries_declared: int
+    canaries_passed: int
+    canaries_failed: int
+    failed_canaries: _containers.RepeatedScalarFieldContainer[str]
+    canaries_skipped: str
+    def __init__(self, done: _Optional[bool] = ..., self_check_failures: _Optional[_Iterable[str]] = ..., canaries_declared: _Optional[int] = ..., canaries_passed: _Optional[int] = ..., canaries_failed: _Optional[int] = ..., failed_canaries: _Optional[_Iterable[str]] = ..., canaries_skipped: _Optional[str] = ...) -> None: ...
 
 class ListTasksResponse(_message.Message):
     __slots__ = ("tasks",)

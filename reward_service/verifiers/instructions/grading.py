@@ -15,7 +15,7 @@ from typing import Any
 
 from reward_service.verifiers.instructions.args import Args, BadInstruction, UnsupportedInstruction
 from reward_service.verifiers.instructions.ifeval import Check
-from reward_service.verifiers.instructions.text_tools import TextTools
+from reward_service.verifiers.instructions.text_tools import TextTools, per_response
 
 MODES = ("strict", "loose")
 AGGREGATIONS = ("all", "fraction")
@@ -67,7 +67,8 @@ def grade(instructions: Sequence[Instruction], response: str, tools: TextTools, 
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     variants = response_variants(response, mode)
-    return [follows(i, variants, tools) for i in instructions]
+    shared = per_response(tools) if len(instructions) > 1 or mode != "strict" else tools
+    return [follows(i, variants, shared) for i in instructions]
 
 
 def aggregate(results: Sequence[bool], aggregation: str = "all") -> float:

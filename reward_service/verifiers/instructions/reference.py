@@ -63,16 +63,21 @@ def _aggregation(row: Mapping[str, Any]) -> str | None:
     return GRADING_MODES[mode]
 
 
+def _is_list(value: Any) -> bool:
+    """A list, tuple or other sequence that is not a string (plain lists first: the ABC check is slow)."""
+    return type(value) in (list, tuple) or (not isinstance(value, (str, bytes)) and isinstance(value, Sequence))
+
+
 def _listed(row: Mapping[str, Any], ids_key: str) -> InstructionRow:
     ids = row[ids_key]
-    if isinstance(ids, str) or not isinstance(ids, Sequence) or not ids or not all(isinstance(i, str) for i in ids):
+    if not _is_list(ids) or not ids or not all(type(i) is str or isinstance(i, str) for i in ids):
         raise BadInstruction(f"{ids_key} must be a non-empty list of instruction ids, got {ids!r}")
     kwargs = row.get("kwargs")
     if kwargs is None:
         kwargs = [None] * len(ids)
-    if isinstance(kwargs, str) or not isinstance(kwargs, Sequence) or len(kwargs) != len(ids):
+    if not _is_list(kwargs) or len(kwargs) != len(ids):
         raise BadInstruction(f"kwargs must be a list of {len(ids)} objects (one per instruction), got {kwargs!r}")
-    if not all(k is None or isinstance(k, Mapping) for k in kwargs):
+    if not all(k is None or type(k) is dict or isinstance(k, Mapping) for k in kwargs):
         raise BadInstruction(f"each entry of kwargs must be an object or null, got {kwargs!r}")
     prompt = row.get("prompt")
     return InstructionRow(tuple(ids), tuple(k or {} for k in kwargs), prompt if isinstance(prompt, str) else "",

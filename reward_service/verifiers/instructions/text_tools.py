@@ -31,6 +31,36 @@ class TextTools:
     detect_language: Callable[[str], str | None]
     count_syllables: Callable[[str], int]
     is_emoji: Callable[[str], bool]
+    #: The word tokenizer of one sentence, when ``word_tokenize`` is ``split_sentences`` then this on each
+    #: sentence (nltk's is): lets one response's texts share the sentences they have in common.
+    sentence_words: Callable[[str], Sequence[str]] | None = None
+
+
+def _memo(fn: Callable[[str], object]) -> Callable[[str], object]:
+    known: dict[str, object] = {}
+
+    def cached(text: str) -> object:
+        if text not in known:
+            known[text] = fn(text)
+        return known[text]
+    return cached
+
+
+def per_response(tools: TextTools) -> TextTools:
+    """``tools`` for one response's grading: each text split, tokenized or detected once, whichever
+    instructions ask and on whichever of the loose variants (several are often the same text)."""
+    split = _memo(tools.split_sentences)
+    words = _memo(tools.word_tokenize)
+    if tools.sentence_words is not None:
+        sentence_words = _memo(tools.sentence_words)
+
+        def by_sentence(text: str) -> list[str]:
+            return [w for sentence in split(text) for w in sentence_words(sentence)]  # type: ignore[attr-defined]
+        words = _memo(by_sentence)
+    return TextTools(split_sentences=split,  # type: ignore[arg-type]
+                     word_tokenize=words,  # type: ignore[arg-type]
+                     detect_language=_memo(tools.detect_language),  # type: ignore[arg-type]
+                     count_syllables=tools.count_syllables, is_emoji=tools.is_emoji)
 
 
 def count_words(text: str) -> int:
