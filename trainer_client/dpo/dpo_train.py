@@ -35,17 +35,18 @@ import torch
 
 from trainer_client.dpo.dpo_loss import LOSS_TYPES, PairLogps, check_loss_options, dpo_losses, reward_metrics, sft_term
 from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, set_up_run
+from trainer_client.offline_options import OfflineTrainingOptions
 from trainer_client.rm.preference_data import PreferencePair, read_preferences
 from trainer_client.sft.chat_data import ChatExample, EncodedExample, encode_example
-from trainer_client.sft.sft_train import autocast, check_common_options, load_causal_lm, save_run
+from trainer_client.sft.sft_train import autocast, load_causal_lm, save_run
 from trainer_client.sft.token_batches import forward_logits, pad_batch, token_logprobs
 from trainer_client.train.run_logging import RunLogger
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class DPOConfig:
+@dataclass(frozen=True, kw_only=True)
+class DPOConfig(OfflineTrainingOptions):
     data: str = field(metadata={"help": "training preferences, JSONL lines {prompt, chosen, rejected} (as train-rm)"})
     out_dir: str = field(metadata={"help": "output directory (model, tokenizer, metrics)",
                                    "flag": "out", "metavar": "OUT_DIR"})
@@ -62,29 +63,12 @@ class DPOConfig:
         "help": "weight of an SFT term (NLL of the chosen completions) added to the loss (RPO); unset: none"})
     precompute_ref_log_probs: bool = field(default=False, metadata={
         "help": "compute the reference log-probs once before training and free the reference model"})
-    max_length: int = field(default=1024, metadata={"help": "max tokens of prompt + completion (the end is cut)"})
-    epochs: int = field(default=1, metadata={"help": "passes over the training pairs"})
-    max_steps: int | None = field(default=None, metadata={"help": "stop after this many optimizer steps"})
     batch_size: int = field(default=8, metadata={"help": "preference pairs per optimizer step"})
-    eval_batch_size: int = field(default=32, metadata={"help": "pairs per forward pass when evaluating"})
     lr: float = field(default=1e-6, metadata={"help": "peak AdamW learning rate (TRL's DPOConfig: 1e-6)"})
-    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay (not on biases/norms)"})
-    warmup_ratio: float = field(default=0.0, metadata={
-        "help": "fraction of steps with linear warmup, then linear decay to 0"})
-    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping norm (0 disables)"})
-    disable_dropout: bool = field(default=True, metadata={"help": "turn dropout off (policy and reference; as TRL)"})
     max_train_pairs: int | None = field(default=None, metadata={"help": "use only the first N training pairs"})
-    logging_steps: int = field(default=10, metadata={"help": "write a metrics.jsonl line every N steps"})
-    tensorboard: bool = field(default=True, metadata={"help": "mirror metrics to OUT_DIR/tensorboard (if installed)"})
-    seed: int = field(default=0, metadata={"help": "seed for shuffling"})
-    device: str = field(default="cpu", metadata={"help": "'cpu', 'cuda', 'cuda:N' or 'auto' (cuda when available)"})
-    dtype: str = field(default="float32", metadata={
-        "help": "'float32' or 'bfloat16' (bfloat16 autocast; weights stay float32)"})
-    num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)"})
-    progress: bool = field(default=True, metadata={"help": "show a tqdm progress bar"})
 
     def __post_init__(self) -> None:
-        check_common_options(self)
+        super().__post_init__()
         check_loss_options(self.loss_type, self.beta, self.label_smoothing)
         if self.rpo_alpha is not None and not self.rpo_alpha >= 0:
             raise ValueError(f"rpo_alpha must be >= 0 or unset, got {self.rpo_alpha}; TRL's RPO paper uses 1.0")

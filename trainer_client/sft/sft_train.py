@@ -30,8 +30,8 @@ from typing import Any
 
 import torch
 
-from reward_core.dtype_names import canonical_dtype
 from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, set_up_run
+from trainer_client.offline_options import OfflineTrainingOptions
 from trainer_client.sft.chat_data import EncodedExample, encode_example, pack, read_examples
 from trainer_client.sft.token_batches import (
     completion_loss,
@@ -49,30 +49,8 @@ METRICS_FILE = "metrics.json"
 TRAIN_CONFIG_FILE = "train_config.json"
 
 
-def check_common_options(config: Any) -> None:
-    """The checks SFT and DPO configs share (positive sizes, lr, ratios, device, dtype)."""
-    for name in ("max_length", "epochs", "batch_size", "eval_batch_size", "logging_steps"):
-        if getattr(config, name) < 1:
-            raise ValueError(f"{name} must be >= 1, got {getattr(config, name)}; pass --{name.replace('_', '-')} 1 "
-                             "or more")
-    if not (config.lr > 0 and math.isfinite(config.lr)):
-        raise ValueError(f"lr must be a positive number, got {config.lr}")
-    if not 0.0 <= config.warmup_ratio < 1.0:
-        raise ValueError(f"warmup_ratio must be in [0, 1), got {config.warmup_ratio}; try 0.1")
-    for name in ("weight_decay", "max_grad_norm"):
-        if getattr(config, name) < 0:
-            raise ValueError(f"{name} must be >= 0, got {getattr(config, name)}; use 0 to disable it")
-    if config.max_steps is not None and config.max_steps < 1:
-        raise ValueError(f"max_steps must be >= 1 or unset, got {config.max_steps}")
-    object.__setattr__(config, "dtype", canonical_dtype(config.dtype))
-    if not (config.device in ("cpu", "cuda", "auto") or config.device.startswith("cuda:")):
-        raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {config.device!r}")
-    if config.num_threads is not None and config.num_threads < 1:
-        raise ValueError(f"num_threads must be >= 1, got {config.num_threads}")
-
-
-@dataclass(frozen=True)
-class SFTConfig:
+@dataclass(frozen=True, kw_only=True)
+class SFTConfig(OfflineTrainingOptions):
     data: str = field(metadata={"help": "training examples, JSONL lines {prompt, completion} or {messages}"})
     out_dir: str = field(metadata={"help": "output directory (model, tokenizer, metrics)",
                                    "flag": "out", "metavar": "OUT_DIR"})
@@ -82,28 +60,12 @@ class SFTConfig:
     max_length: int = field(default=1024, metadata={"help": "max tokens per example (longer: the end is cut)"})
     packing: bool = field(default=False, metadata={
         "help": "pack several examples into rows of max_length tokens (each attends only to itself)"})
-    epochs: int = field(default=1, metadata={"help": "passes over the training data"})
-    max_steps: int | None = field(default=None, metadata={"help": "stop after this many optimizer steps"})
     batch_size: int = field(default=8, metadata={"help": "rows (examples, or packed rows) per optimizer step"})
-    eval_batch_size: int = field(default=32, metadata={"help": "examples per forward pass when evaluating"})
     lr: float = field(default=2e-5, metadata={"help": "peak AdamW learning rate (TRL's SFTConfig: 2e-5)"})
-    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay (not on biases/norms)"})
-    warmup_ratio: float = field(default=0.0, metadata={
-        "help": "fraction of steps with linear warmup, then linear decay to 0"})
-    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping norm (0 disables)"})
-    disable_dropout: bool = field(default=True, metadata={"help": "turn dropout off"})
     max_train_examples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
-    logging_steps: int = field(default=10, metadata={"help": "write a metrics.jsonl line every N steps"})
-    tensorboard: bool = field(default=True, metadata={"help": "mirror metrics to OUT_DIR/tensorboard (if installed)"})
-    seed: int = field(default=0, metadata={"help": "seed for shuffling"})
-    device: str = field(default="cpu", metadata={"help": "'cpu', 'cuda', 'cuda:N' or 'auto' (cuda when available)"})
-    dtype: str = field(default="float32", metadata={
-        "help": "'float32' or 'bfloat16' (bfloat16 autocast; weights stay float32)"})
-    num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)"})
-    progress: bool = field(default=True, metadata={"help": "show a tqdm progress bar"})
 
     def __post_init__(self) -> None:
-        check_common_options(self)
+        super().__post_init__()
         if self.max_train_examples is not None and self.max_train_examples < 1:
             raise ValueError(f"max_train_examples must be >= 1 or unset, got {self.max_train_examples}")
 
