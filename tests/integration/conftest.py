@@ -14,6 +14,8 @@ from reward_core.config_flags import dataclass_from_values
 from reward_service.router.config import ServerConfig
 from reward_service.router.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
 from reward_service.router.server import RewardServer, create_server
+from sandbox.server import SandboxServer, SandboxServerConfig
+from sandbox.server import create_server as create_sandbox_server
 from tests.docker_fixtures import docker_executor, docker_runner_image  # noqa: F401  (sandbox docker backend)
 from trainer_client import RewardClient
 
@@ -38,6 +40,14 @@ def start_server(**overrides) -> RewardServer:
     settings.update(overrides)
     settings["scorer.rewards"] = settings.pop("rewards")
     return create_server(dataclass_from_values(ServerConfig, settings))
+
+
+@pytest.fixture(scope="module")
+def sandbox_server() -> Iterator[SandboxServer]:
+    """A real sandbox server on loopback (2 slots), for tasks that call a remote sandbox endpoint."""
+    server = create_sandbox_server(SandboxServerConfig(port=0, workers=2, grace_s=0.0))
+    yield server
+    server.stop(0)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ import pytest
 
 from reward_core.contract import RolloutStatus
 from reward_service.router.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
-from sandbox.server import SandboxServerConfig, create_server
 from tests.integration.conftest import start_server
 from trainer_client import RewardClient
 
@@ -19,13 +18,6 @@ REFERENCE = {"tests": CHECK, "entry_point": "add"}
 RIGHT = "    return a + b\n"
 MOSTLY_RIGHT = "    return a + b if a != b else 0\n"   # fails only candidate(2, 2) == 4: 3 of 4
 WRONG = "    return a - b\n"
-
-
-@pytest.fixture(scope="module")
-def sandbox_server():
-    server = create_server(SandboxServerConfig(port=0, workers=2, grace_s=0.0))
-    yield server
-    server.stop(0)
 
 
 @pytest.fixture(scope="module")

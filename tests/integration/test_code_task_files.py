@@ -13,7 +13,6 @@ import pytest
 from reward_core.contract import RolloutStatus
 from reward_service.router.rewards_config import RewardsConfig, TaskSpec
 from sandbox.languages import load_languages
-from sandbox.server import SandboxServerConfig, create_server
 from tests.http_fixtures import running_door
 from tests.integration.conftest import start_server
 from tests.language_programs import require_language
@@ -31,13 +30,6 @@ FILES_REF = {"cases": [{"stdin": "", "expected_stdout": "hello 3 -x 7\n"}],
              "args": ["-x", "7"]}
 WRITES_ANSWER = "```python\nn = int(input())\nopen('out.txt', 'w').write(str(n * 2) + '\\n')\nprint('done')\n```"
 EXPECTED_REF = {"cases": [{"stdin": "21\n", "expected_stdout": "done\n"}], "expected_files": {"out.txt": "42\n"}}
-
-
-@pytest.fixture(scope="module")
-def sandbox_server():
-    server = create_server(SandboxServerConfig(port=0, workers=2, grace_s=0.0))
-    yield server
-    server.stop(0)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from reward_core.contract import RolloutStatus
 from reward_service.router.rewards_config import RewardsConfig, TaskSpec
 from reward_service.task_api import InvalidTaskOptions
 from reward_service.tasks.code_task import CodeTask
-from sandbox.server import SandboxServerConfig, create_server
 from tests.integration.conftest import start_server
 from trainer_client import RewardClient
 
@@ -22,13 +21,6 @@ REVERSE_LINES = "```python\nprint('\\n'.join(reversed(input().split())))\n```"
 CASES = [{"stdin": "a b c\n", "expected_stdout": "a\nb\nc\n"}, {"stdin": "x y\n", "expected_stdout": "x\ny\n"}]
 SET_CHECKER = ("import sys\nout, ans = open(sys.argv[2]).read().split(), open(sys.argv[3]).read().split()\n"
                "sys.exit(0 if sorted(out) == sorted(ans) else 1)\n")
-
-
-@pytest.fixture(scope="module")
-def sandbox_server():
-    server = create_server(SandboxServerConfig(port=0, workers=2, grace_s=0.0))
-    yield server
-    server.stop(0)
 
 
 @pytest.fixture(scope="module")
