@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from reward_service.http_door.app import create_app
 from reward_service.http_door.door import DoorConfig, RouteFactory
 from reward_service.http_door.upstream import UpstreamConfig
+from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
 
 
 @contextlib.contextmanager
@@ -32,7 +33,8 @@ def serve_door_config(config: DoorConfig, adapters: list[RouteFactory] | None = 
                       ) -> Iterator[tuple[str, Starlette]]:
     """Serves the front door built from ``config``; yields ``(base URL, app)``."""
     app = create_app(config, adapters)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
+                                            timeout_keep_alive=SERVER_KEEP_ALIVE_S))
     thread = threading.Thread(target=server.run, name="http-door", daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -23,6 +23,7 @@ from reward_core.channel_security import ClientSecurity, read_token_file, token_
 from reward_core.config_flags import nested
 from reward_core.server_security import ServerSecurityConfig, check_bind_policy
 from reward_service.http_door.upstream import UpstreamConfig
+from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
 
 if TYPE_CHECKING:  # the ASGI stack is imported only to serve (an extra: reward-suite[http])
     from reward_service.http_door.door import DoorConfig
@@ -78,6 +79,7 @@ def serve_http(config: HttpServerConfig, security: ServerSecurityConfig) -> None
     logger.info("HTTP front door on %s:%d -> reward %s, sandbox %s, rm %s", config.host, config.port,
                 upstream.reward, upstream.sandbox or upstream.reward, upstream.rm or "(none)")
     uvicorn.run(app, host=config.host, port=config.port, log_level="info", timeout_graceful_shutdown=10,
+                timeout_keep_alive=SERVER_KEEP_ALIVE_S,
                 ssl_certfile=security.tls_cert or None, ssl_keyfile=security.tls_key or None,
                 ssl_ca_certs=security.tls_client_ca or None,
                 ssl_cert_reqs=2 if security.tls_client_ca else 0)

@@ -15,6 +15,7 @@ from typing import TextIO
 
 from reward_core.ports import free_port
 from reward_service.inspector.index import RolloutIndex
+from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,8 @@ def serve_inspector(config: InspectConfig, out: TextIO = sys.stdout) -> None:
           f"(indexed in {time.perf_counter() - started:.2f} s)\n"
           f"open http://{HOST}:{port}/  (Ctrl-C to stop)", file=out, flush=True)
     try:
-        uvicorn.run(create_app(index), host=HOST, port=port, log_level="warning", timeout_graceful_shutdown=2)
+        uvicorn.run(create_app(index), host=HOST, port=port, log_level="warning", timeout_graceful_shutdown=2,
+                    timeout_keep_alive=SERVER_KEEP_ALIVE_S)
     finally:
         index.close()
 

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from reward_service.judges.fault_plan import FAULT_KINDS, HTTP_FAULTS, OK, FaultDecider, FaultPlan
 from reward_service.judges.openai_errors import error_body
+from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
 
 __all__ = ["FaultPlan", "FaultProxy", "FaultProxyApp", "main"]
 
@@ -291,7 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     app = FaultProxyApp(origin, plan)
     quiet_cuts()
     logger.info("fault proxy on http://%s:%d -> %s: %s", args.host, args.port, origin, plan)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=1)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=1,
+                timeout_keep_alive=SERVER_KEEP_ALIVE_S)
     logger.info("fault proxy injected: %s", dict(app.counts))
     return 0
 

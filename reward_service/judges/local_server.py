@@ -28,6 +28,7 @@ from reward_service.judges.openai_requests import (
     parse_responses,
     response_body,
 )
+from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
 
 if TYPE_CHECKING:
     from reward_service.judges.local_model import Generation, LocalCausalLM
@@ -92,9 +93,19 @@ class _Endpoint:
         if judge_request.model != self.name:
             raise RequestError(f"The model `{judge_request.model}` does not exist; this endpoint serves "
                                f"`{self.name}`", status=404, code="model_not_found", param="model")
-        if judge_request.choices:
-            return await run_in_threadpool(self.model.choose, judge_request.messages, judge_request.choices)
-        return await run_in_threadpool(self.model.generate, judge_request.messages, judge_request.params)
+        try:
+            if judge_request.choices:
+                return await run_in_threadpool(self.model.choose, judge_request.messages, judge_request.choices)
+            return await run_in_threadpool(self.model.generate, judge_request.messages, judge_request.params)
+        except RequestError:
+            raise
+        except Exception as exc:
+            # Answered here, not by an app-level Exception handler: Starlette re-raises after such a
+            # handler replies, uvicorn then drops the connection, and a client that pooled it gets
+            # "connection reset" on its next request.
+            logger.exception("judge endpoint: the model failed")
+            raise RequestError(f"the model failed: {type(exc).__name__}: {exc}", status=500,
+                               code="internal_error") from None
 
     async def chat(self, request):
         from starlette.responses import JSONResponse
@@ -214,4 +225,4 @@ def serve_judge(config: JudgeServerConfig, *, insecure: bool = False) -> None:
     logger.info("judge endpoint on http://%s:%d/v1 serving %r: %s", config.host, config.port, config.model_name,
                 config)
     uvicorn.run(create_judge_app(model, config), host=config.host, port=config.port, log_level="info",
-                timeout_graceful_shutdown=5)
+                timeout_graceful_shutdown=5, timeout_keep_alive=SERVER_KEEP_ALIVE_S)

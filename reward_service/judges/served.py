@@ -10,6 +10,8 @@ import threading
 import time
 from typing import Any
 
+from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
+
 START_TIMEOUT_S = 60.0
 
 
@@ -21,7 +23,8 @@ class ServedApp:
         import uvicorn
 
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan=lifespan,
-                                timeout_graceful_shutdown=graceful_s)
+                                timeout_graceful_shutdown=graceful_s,
+                                timeout_keep_alive=SERVER_KEEP_ALIVE_S)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name=name, daemon=True)
         self._thread.start()

@@ -168,6 +168,10 @@ def test_a_model_failure_is_an_openai_shaped_500(client, judge_endpoint, monkeyp
     with pytest.raises(openai.InternalServerError) as info:
         ask(client)
     assert info.value.status_code == 500 and "out of memory" in info.value.message
+    monkeypatch.undo()
+    # The connection the 500 came on stays usable: the pooled client's next calls are answered.
+    assert [m.id for m in client.models.list().data] == [JUDGE_MODEL]
+    assert ask(client, extra_body={"guided_choice": ["A", "B"]}).choices[0].message.content in ("A", "B")
 
 
 def test_models_lists_the_served_model(client, judge_endpoint) -> None:
