@@ -31,6 +31,8 @@ class OfflineTrainingOptions:
     device: str = field(default="cpu", metadata={"help": "'cpu', 'cuda', 'cuda:N' or 'auto' (cuda when available)"})
     dtype: str = field(default="float32", metadata={
         "help": "'float32' or 'bfloat16' (bfloat16 autocast; weights stay float32)"})
+    gradient_checkpointing: bool = field(default=False, metadata={
+        "help": "recompute activations in the backward pass (less memory, same loss)"})
     num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)"})
     progress: bool = field(default=True, metadata={"help": "show a tqdm progress bar"})
 

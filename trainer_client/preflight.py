@@ -33,6 +33,10 @@ def check_model_path(path: str) -> str:
         with open(config_file, encoding="utf-8") as f:
             config = json.load(f)
     except FileNotFoundError:
+        if os.path.isfile(os.path.join(local, "adapter_config.json")):
+            raise ModelPathError(f"model path {path!r} holds a LoRA adapter only (a model.lora run's "
+                                 "checkpoint): give its merged/ directory (model.lora.save_merged: true) or the "
+                                 "base model") from None
         raise ModelPathError(f"model path {path!r} has no config.json: not a Hugging Face checkpoint") from None
     except (OSError, ValueError) as exc:
         raise ModelPathError(f"model path {path!r}: cannot read {config_file}: {exc}") from None

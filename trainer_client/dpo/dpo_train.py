@@ -199,7 +199,7 @@ def train_dpo(config: DPOConfig) -> DPOResult:
     device = set_up_run("dpo", config, config.model)
     train_pairs = read_preferences(config.data)[: config.max_train_pairs]
     eval_pairs = read_preferences(config.eval_data) if config.eval_data else []
-    model, tokenizer = load_causal_lm(config.model, device)
+    model, tokenizer = load_causal_lm(config.model, device, config.gradient_checkpointing)
     if config.disable_dropout:
         disable_dropout(model)
     pad_id = tokenizer.pad_token_id

@@ -40,13 +40,15 @@ class PeriodicEval:
         run, sampling = config.run, config.sampling
         if not run.eval_every:
             return None
-        rows = read_prompts(run.eval_data, config.data.task)
+        data = config.data
+        rows = read_prompts(run.eval_data, data.task, prompt_key=data.prompt_key, reference_key=data.reference_key)
         if run.eval_max_prompts:
             rows = rows[: run.eval_max_prompts]
         options = EvalOptions(n=run.eval_n, ks=tuple(run.eval_k), temperature=run.eval_temperature,
                               top_p=sampling.top_p, max_new_tokens=run.eval_max_new_tokens or sampling.max_new_tokens,
                               batch_size=sampling.generation_batch_prompts, seed=run.seed,
-                              correct_at=run.eval_correct_at, stop_strings=tuple(sampling.stop_strings))
+                              correct_at=run.eval_correct_at, stop_strings=tuple(sampling.stop_strings),
+                              chat_template=data.chat_template)
         return cls(rows, options, run.eval_every, run.eval_data)
 
     def due(self, step: int, last: bool) -> bool:

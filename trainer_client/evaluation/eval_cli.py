@@ -66,6 +66,14 @@ def _setup(parser: argparse.ArgumentParser) -> Runner:
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     parser.add_argument("--dtype", default="float32", help="float32 or bfloat16 (default: float32)")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (default 0: torch's default)")
+    parser.add_argument("--prompt-key", default="prompt",
+                        help="the column holding the prompt text, e.g. question (default: prompt; a row may have a "
+                             "messages list instead)")
+    parser.add_argument("--reference-key", default="reference",
+                        help="the column holding the reference, e.g. answer (default: reference)")
+    parser.add_argument("--chat-template", choices=("auto", "true", "false"), default="auto",
+                        help="render prompts with the tokenizer's chat template: auto (when it has one, the "
+                             "default), true (insist) or false (raw text)")
     parser.add_argument("--no-check-tasks", dest="check_tasks", action="store_false",
                         help="skip checking the rows' tasks against the reward service before generating")
     return _run
@@ -82,7 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         check_model_path(args.model)  # before torch loads: a wrong path is said in seconds
         options = EvalOptions(n=args.n, ks=tuple(args.k or [args.n]), temperature=args.temperature,
                               top_p=args.top_p, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
-                              seed=args.seed, correct_at=args.correct_at)
+                              seed=args.seed, correct_at=args.correct_at, chat_template=args.chat_template)
         model_config = ModelConfig(path=args.model, device=args.device, dtype=args.dtype, threads=args.threads)
         reward = RewardConfig(embedded=not args.endpoint, endpoint=args.endpoint, workers=args.workers,
                               rewards_config=args.rewards_config)
@@ -108,7 +116,7 @@ def _evaluate(args: argparse.Namespace, options: Any, model_config: Any, reward:
     from trainer_client.train.reward_overlap import open_scorer
     from trainer_client.train.rollouts import read_prompts
 
-    rows = read_prompts(args.data, args.task)
+    rows = read_prompts(args.data, args.task, prompt_key=args.prompt_key, reference_key=args.reference_key)
     if args.max_prompts:
         rows = rows[: args.max_prompts]
     out = Path(args.out)

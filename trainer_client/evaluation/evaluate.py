@@ -23,7 +23,7 @@ import torch
 from reward_core.clients import GroupResult
 from trainer_client.evaluation.metrics import Sample, check_ks, summarize_by_task
 from trainer_client.train.collect import group_payload
-from trainer_client.train.config import SamplingConfig
+from trainer_client.train.config import CHAT_TEMPLATE_MODES, SamplingConfig
 from trainer_client.train.reward_overlap import OverlappedScorer
 from trainer_client.train.rollouts import PromptRow, generate_groups
 
@@ -41,6 +41,7 @@ class EvalOptions:
     seed: int = 0
     correct_at: float = 1.0  # a scored sample is correct when its score is at least this
     stop_strings: tuple[str, ...] = ()
+    chat_template: str = "auto"  # data.chat_template: auto, true or false (prompts.render_prompt)
 
     def __post_init__(self) -> None:
         if self.n < 1 or self.batch_size < 1 or self.max_new_tokens < 1:
@@ -53,6 +54,8 @@ class EvalOptions:
             raise ValueError(f"temperature 0 decodes greedily: every one of n={self.n} samples would be the same; "
                              "use n=1, or a temperature > 0 to sample")
         check_ks(self.ks, self.n)
+        if self.chat_template not in CHAT_TEMPLATE_MODES:
+            raise ValueError(f"chat_template must be one of {CHAT_TEMPLATE_MODES}, got {self.chat_template!r}")
 
 
 @dataclass
@@ -97,7 +100,8 @@ def evaluate(model: Any, tokenizer: Any, rows: Sequence[PromptRow], scorer: Over
         torch.manual_seed(options.seed)
         for start in range(0, len(rows), options.batch_size):
             chunk = list(rows[start: start + options.batch_size])
-            rollouts = generate_groups(model, tokenizer, chunk, sampling, greedy=greedy)
+            rollouts = generate_groups(model, tokenizer, chunk, sampling, greedy=greedy,
+                                       chat_template=options.chat_template)
             texts += rollouts.texts
             jobs.append(scorer.submit(group_payload(chunk, rollouts, f"{tag}-c{start}")))
     results = [group for job in jobs for group in scorer.wait(job)]

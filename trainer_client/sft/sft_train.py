@@ -92,17 +92,21 @@ class SFTResult:
 # ----------------------------------------------------------------------------- model, data, evaluation
 
 
-def load_causal_lm(path: str, device: torch.device) -> tuple[Any, Any]:
-    """The causal LM (float32, on ``device``) and its tokenizer (a pad token set: eos when it has none)."""
+def load_causal_lm(path: str, device: torch.device, gradient_checkpointing: bool = False) -> tuple[Any, Any]:
+    """The causal LM (float32, on ``device``) and its tokenizer (a pad token set: eos when it has none);
+    ``gradient_checkpointing``: activation checkpointing on (as the RL trainers' ``model.gradient_checkpointing``)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trainer_client.preflight import check_model_path
+    from trainer_client.train.models import enable_checkpointing
 
     path = check_model_path(path)
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device)
+    if gradient_checkpointing:
+        enable_checkpointing(model)
     return model, tokenizer
 
 
@@ -153,7 +157,7 @@ def train_sft(config: SFTConfig) -> SFTResult:
     device = set_up_run("sft", config, config.model)
     train_rows = read_examples(config.data)[: config.max_train_examples]
     eval_rows = read_examples(config.eval_data) if config.eval_data else []
-    model, tokenizer = load_causal_lm(config.model, device)
+    model, tokenizer = load_causal_lm(config.model, device, config.gradient_checkpointing)
     if config.disable_dropout:
         disable_dropout(model)
     train = [encode_example(tokenizer, r, config.max_length) for r in train_rows]

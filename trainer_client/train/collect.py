@@ -83,12 +83,13 @@ def zero_variance_flags(results: list[GroupResult], min_valid: int = 2) -> list[
 
 
 def _round(model: Any, tokenizer: Any, rows: list[PromptRow], sampling: SamplingConfig, scorer: OverlappedScorer,
-           tag: str, data: dict[str, Any]) -> tuple[list[Rollouts], list[tuple[list[PromptRow], ScoringJob]]]:
+           tag: str, data: dict[str, Any],
+           chat_template: str) -> tuple[list[Rollouts], list[tuple[list[PromptRow], ScoringJob]]]:
     parts, jobs = [], []
     for start in range(0, len(rows), sampling.generation_batch_prompts):
         chunk = rows[start: start + sampling.generation_batch_prompts]
         t0 = time.perf_counter()
-        rollouts = generate_groups(model, tokenizer, chunk, sampling)
+        rollouts = generate_groups(model, tokenizer, chunk, sampling, chat_template=chat_template)
         data["generate_s"] += time.perf_counter() - t0
         jobs.append((chunk, scorer.submit(group_payload(chunk, rollouts, f"{tag}-c{start}"))))
         parts.append(rollouts)
@@ -96,8 +97,10 @@ def _round(model: Any, tokenizer: Any, rows: list[PromptRow], sampling: Sampling
 
 
 def collect_step(model: Any, tokenizer: Any, sampler: PromptSampler, scorer: OverlappedScorer,
-                 sampling: SamplingConfig, grpo: GroupFiltering, step: int) -> StepData:
-    """Samples, scores and (optionally) filters groups until the step's batch is complete."""
+                 sampling: SamplingConfig, grpo: GroupFiltering, step: int, chat_template: str = "auto") -> StepData:
+    """Samples, scores and (optionally) filters groups until the step's batch is complete.
+
+    ``chat_template``: ``data.chat_template`` (how prompts are rendered; ``prompts.render_prompt``)."""
     need = sampling.prompts_per_step
     timing: dict[str, Any] = {"generate_s": 0.0}
     wait_before = scorer.wait_s
@@ -110,7 +113,7 @@ def collect_step(model: Any, tokenizer: Any, sampler: PromptSampler, scorer: Ove
     draw = need
     while rounds < (grpo.max_sampling_rounds if grpo.dynamic_sampling else 1):
         rows = sampler.next(draw)
-        parts, jobs = _round(model, tokenizer, rows, sampling, scorer, f"s{step}-r{rounds}", timing)
+        parts, jobs = _round(model, tokenizer, rows, sampling, scorer, f"s{step}-r{rounds}", timing, chat_template)
         rounds += 1
         first = len(all_rows)
         for chunk, job in jobs:

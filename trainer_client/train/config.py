@@ -40,6 +40,31 @@ def _help(text: str, **kwargs: Any) -> Any:
     return field(metadata={"help": text}, **kwargs)
 
 
+CHAT_TEMPLATE_MODES = ("auto", "true", "false")  # data.chat_template
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """``model.lora``: low-rank adapters on the policy (through ``peft``); the base weights stay frozen."""
+
+    r: int = _help("adapter rank", default=8)
+    alpha: float = _help("adapter scale numerator (the update is scaled by alpha / r)", default=16.0)
+    dropout: float = _help("dropout on the adapters' input while training (0: none, so the sampler's and the "
+                           "update's log-probs agree)", default=0.0)
+    target_modules: tuple[str, ...] = _help("module names to adapt, e.g. [q_proj, v_proj], or [all-linear] "
+                                            "(empty: peft's default for the architecture)", default=())
+    save_merged: bool = _help("each checkpoint also holds merged/: the base with the adapters folded in, a plain "
+                              "checkpoint any tool loads (the checkpoint itself holds the adapter only)",
+                              default=False)
+
+    def __post_init__(self) -> None:
+        if self.r < 1 or self.alpha <= 0 or not 0 <= self.dropout < 1:
+            raise ValueError(f"need model.lora.r >= 1, model.lora.alpha > 0 and 0 <= model.lora.dropout < 1; got "
+                             f"r={self.r}, alpha={self.alpha}, dropout={self.dropout}")
+        if any(not name for name in self.target_modules):
+            raise ValueError("model.lora.target_modules must be module names, e.g. [q_proj, v_proj]")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     path: str = _help("local directory of a transformers causal LM and its tokenizer (save_pretrained layout)")
@@ -48,6 +73,11 @@ class ModelConfig:
                        "always taken in float32", default="float32")
     gradient_checkpointing: bool = _help("recompute activations in the backward pass (saves memory)", default=False)
     threads: int = _help("torch CPU threads (0: torch's default)", default=0)
+    lora: LoraSettings | None = _help("train low-rank adapters instead of every weight (pip install "
+                                      "'reward-suite[lora]'): a mapping {r, alpha, dropout, target_modules, "
+                                      "save_merged}, or --set model.lora.r=16; the KL reference is then the base "
+                                      "with the adapters disabled (no second copy). null: full fine-tuning",
+                                      default=None)
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -61,12 +91,32 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class DataConfig:
-    train: str = _help("training prompts, JSONL lines {\"prompt\", \"reference\", \"task\"[, \"id\"]}")
+    train: str = _help("training prompts, JSONL lines {\"prompt\", \"reference\", \"task\"[, \"id\"]} (the "
+                       "column names: data.prompt_key, data.reference_key; or a \"messages\" list)")
     task: str | None = _help("reward task for lines without a \"task\" field", default=None)
+    prompt_key: str = _help("the column holding the prompt text (gsm8k: question); a row without it may have a "
+                            "\"messages\" list of {role, content} instead", default="prompt")
+    reference_key: str = _help("the column holding the reference: an object, or a string read as "
+                               "{\"answer\": string} (gsm8k: answer). With the default a row may have none; "
+                               "with another name every row needs it", default="reference")
+    chat_template: str = _help("auto: render prompts with the tokenizer's chat template (one user turn + the "
+                               "generation prompt) when it has one; true: the same, and refuse a tokenizer "
+                               "without one; false: the prompt text as is (\"messages\" rows need a template)",
+                               default="auto")
     shuffle: bool = _help("reshuffle the prompts every pass over the file (seeded by run.seed)", default=True)
     check_tasks: bool = _help("before step 0, refuse rows whose task the reward service does not serve or whose "
                               "reference lacks a field the task requires (false: they train as unscored)",
                               default=True)
+
+    def __post_init__(self) -> None:
+        if not self.prompt_key or not self.reference_key:
+            raise ValueError("data.prompt_key and data.reference_key must be column names, e.g. "
+                             "data.prompt_key=question data.reference_key=answer for gsm8k")
+        if self.prompt_key == self.reference_key:
+            raise ValueError(f"data.prompt_key and data.reference_key are both {self.prompt_key!r}: the prompt "
+                             "and its reference must be different columns")
+        if self.chat_template not in CHAT_TEMPLATE_MODES:
+            raise ValueError(f"data.chat_template must be one of {CHAT_TEMPLATE_MODES}, got {self.chat_template!r}")
 
 
 @dataclass(frozen=True)
@@ -199,6 +249,10 @@ def _coerce(value: Any, kind: Any, where: str) -> Any:
             return None
         kind = next(a for a in args if a is not type(None))
         args = typing.get_args(kind)
+    if dataclasses.is_dataclass(kind):  # a nested group of keys (model.lora)
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{where}: expected a mapping of key: value, got {value!r}")
+        return _build(kind, value, where)
     if typing.get_origin(kind) is tuple:
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, (list, tuple)):
@@ -211,15 +265,17 @@ def _coerce(value: Any, kind: Any, where: str) -> Any:
             return float(value)
         except ValueError:
             raise ValueError(f"{where}: expected a number, got {value!r}") from None
-    if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+    if kind is str and isinstance(value, bool):  # YAML reads true/false as booleans (data.chat_template)
+        return "true" if value else "false"
+    if kind is str and isinstance(value, (int, float)):
         return str(value)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise ValueError(f"{where}: expected {kind.__name__}, got {value!r}")
     return value
 
 
-def _section(name: str, values: Mapping[str, Any], sections: Mapping[str, type]) -> Any:
-    cls = sections[name]
+def _build(cls: type, values: Mapping[str, Any], name: str) -> Any:
+    """A section (or nested group) dataclass from its key: value mapping, each value checked."""
     hints = typing.get_type_hints(cls)
     unknown = set(values) - set(hints)
     if unknown:
@@ -233,18 +289,29 @@ def _section(name: str, values: Mapping[str, Any], sections: Mapping[str, type])
         raise ValueError(f"section {name!r} needs {missing} (e.g. --set {name}.{missing[0]}=...)") from exc
 
 
+def _section(name: str, values: Mapping[str, Any], sections: Mapping[str, type]) -> Any:
+    return _build(sections[name], values, name)
+
+
 def apply_override(tree: dict[str, Any], assignment: str, sections: Mapping[str, type]) -> None:
-    """``"grpo.beta=0.04"`` -> tree["grpo"]["beta"] = 0.04; ``"algorithm=dapo"`` -> tree["algorithm"] (YAML values)."""
+    """``"grpo.beta=0.04"`` -> tree["grpo"]["beta"] = 0.04; ``"algorithm=dapo"`` -> tree["algorithm"] (YAML values);
+    ``"model.lora.r=16"`` -> tree["model"]["lora"]["r"] = 16 (a nested group of keys)."""
     key, sep, raw = assignment.partition("=")
     parts = key.strip().split(".")
     value = yaml.safe_load(raw) if raw.strip() else None
     if sep and parts == [ALGORITHM]:
         tree[ALGORITHM] = value
         return
-    if not sep or len(parts) != 2 or parts[0] not in sections:
+    if not sep or len(parts) not in (2, 3) or parts[0] not in sections:
         raise ValueError(f"override {assignment!r} must look like section.key=value with section one of "
                          f"{sorted(sections)} (or algorithm=NAME)")
-    tree.setdefault(parts[0], {})[parts[1]] = value
+    section = tree.setdefault(parts[0], {})
+    if len(parts) == 3:
+        group = section.get(parts[1])
+        section[parts[1]] = group = dict(group) if isinstance(group, Mapping) else {}
+        group[parts[2]] = value
+    else:
+        section[parts[1]] = value
 
 
 def config_from_dict(tree: Mapping[str, Any], root: type) -> Any:
@@ -314,9 +381,16 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = (), run_dir:
 
 def to_yaml(config: Any) -> str:
     """The resolved config (any root config dataclass) as YAML, loadable again with ``load_config``."""
-    tree = {k: {kk: list(vv) if isinstance(vv, tuple) else vv for kk, vv in v.items()} if isinstance(v, dict) else v
-            for k, v in dataclasses.asdict(config).items()}
-    return yaml.safe_dump(tree, sort_keys=False)
+    return yaml.safe_dump(_plain(dataclasses.asdict(config)), sort_keys=False)
+
+
+def _plain(value: Any) -> Any:
+    """Tuples as lists, at any depth (YAML's safe dumper writes no tuples)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def describe(root: type) -> str:
@@ -328,4 +402,14 @@ def describe(root: type) -> str:
         for f in dataclasses.fields(cls):
             default = "(required)" if f.default is dataclasses.MISSING else f"= {f.default!r}"
             lines.append(f"  {f.name} {default}  -- {f.metadata.get('help', '')}")
+            group = _nested_group(cls, f.name)
+            for sub in dataclasses.fields(group) if group is not None else ():
+                lines.append(f"    {f.name}.{sub.name} = {sub.default!r}  -- {sub.metadata.get('help', '')}")
     return "\n".join(lines)
+
+
+def _nested_group(cls: type, name: str) -> type | None:
+    """The dataclass of a nested group field (``model.lora``), else None."""
+    kind = typing.get_type_hints(cls)[name]
+    candidates = [a for a in typing.get_args(kind) if a is not type(None)] or [kind]
+    return next((c for c in candidates if dataclasses.is_dataclass(c)), None)

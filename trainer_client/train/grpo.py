@@ -50,10 +50,12 @@ from trainer_client.train.loop import (
     restore_or_seed,
     run_training,
 )
-from trainer_client.train.models import linear_warmup, load_policy, load_tokenizer
+from trainer_client.train.lora import trainable_parameters
+from trainer_client.train.models import linear_warmup, load_tokenizer, load_trainable_policy, merged_writer, start_dir
+from trainer_client.train.reference import load_reference
 from trainer_client.train.reward_overlap import OverlappedScorer
 from trainer_client.train.rollout_log import completion_advantages, step_records
-from trainer_client.train.rollouts import PromptSampler, read_prompts
+from trainer_client.train.rollouts import PromptSampler, read_prompts, uses_chat_template
 from trainer_client.train.run_configs import keep_config
 from trainer_client.train.run_logging import RunLogger
 from trainer_client.train.step_metrics import rollout_metrics
@@ -80,15 +82,17 @@ class GrpoTrainer:
         if config.run.wandb:  # before any model loads: a missing package, or a resume with another
             check_wandb()      # config (run_configs), is refused at once
         keep_config(self.run_dir, to_yaml(config), self.checkpoint, config.run.allow_config_change)
-        self.tokenizer = load_tokenizer(str(self.checkpoint or config.model.path))
-        self.model = load_policy(str(self.checkpoint or config.model.path), config.model, trainable=True)
-        self.ref_model = load_policy(config.model.path, config.model, trainable=False) if config.grpo.beta > 0 else None
+        self.tokenizer = load_tokenizer(start_dir(config.model, self.checkpoint))
+        uses_chat_template(self.tokenizer, config.data.chat_template)  # data.chat_template=true needs one: say so now
+        self.model = load_trainable_policy(config.model, self.checkpoint)
+        self.ref_model = load_reference(config.model, self.model) if config.grpo.beta > 0 else None
         o = config.optim
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o.lr, betas=(o.adam_beta1, o.adam_beta2),
-                                           weight_decay=o.weight_decay)
+        self.optimizer = torch.optim.AdamW(trainable_parameters(self.model), lr=o.lr,
+                                           betas=(o.adam_beta1, o.adam_beta2), weight_decay=o.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_warmup(o.warmup_steps))
-        self.sampler = PromptSampler(read_prompts(config.data.train, config.data.task), config.run.seed,
-                                     config.data.shuffle)
+        data = config.data
+        self.sampler = PromptSampler(read_prompts(data.train, data.task, prompt_key=data.prompt_key,
+                                                  reference_key=data.reference_key), config.run.seed, data.shuffle)
         self.step = restore_or_seed(self.checkpoint, self.optimizer, self.scheduler, self.sampler, config.run.seed)
         self.run_logger = RunLogger(self.run_dir, config.run.tensorboard,
                                     resume_step=self.step if self.checkpoint is not None else None,
@@ -104,12 +108,14 @@ class GrpoTrainer:
     def save(self) -> None:
         checkpointing.save_checkpoint(self.run_dir, self.step, self.model, self.tokenizer, self.optimizer,
                                       self.scheduler, {"sampler": self.sampler.state_dict()},
-                                      keep=self.config.run.keep_checkpoints)
+                                      keep=self.config.run.keep_checkpoints,
+                                      write_extra=merged_writer(self.model, self.tokenizer, self.config.model))
 
     def train_step(self, scorer: OverlappedScorer) -> dict[str, Any]:
         cfg = self.config
         t0 = time.perf_counter()
-        data = collect_step(self.model, self.tokenizer, self.sampler, scorer, cfg.sampling, cfg.grpo, self.step)
+        data = collect_step(self.model, self.tokenizer, self.sampler, scorer, cfg.sampling, cfg.grpo, self.step,
+                            chat_template=cfg.data.chat_template)
         metrics = rollout_metrics(data)
         raise_if_nothing_scored(metrics, self.step, cfg.data.train)
         t1 = time.perf_counter()
@@ -172,16 +178,16 @@ class GrpoTrainer:
         loss_mask = ro.completion_mask & groups.trainable[:, None]  # unscored, and groups with too few scored: out
         if cfg.grpo.overlong_filter:
             loss_mask = overlong_filter_mask(loss_mask, ro.truncated)
-        mb, temp = cfg.grpo.micro_batch_size, cfg.sampling.temperature
+        tensors = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask)
+        passes = {"temperature": cfg.sampling.temperature, "micro_batch_size": cfg.grpo.micro_batch_size,
+                  "max_tokens": cfg.grpo.max_tokens_per_micro_batch}
         old_logp = None
         if not single_pass(cfg.grpo, len(ro.texts)):
             self.model.eval()
-            old_logp = batched_logprobs(self.model, ro.prompt_ids, ro.prompt_mask, ro.completion_ids,
-                                        ro.completion_mask, temperature=temp, micro_batch_size=mb)
+            old_logp = batched_logprobs(self.model, *tensors, **passes)
         ref_logp = None
         if self.ref_model is not None:
-            ref_logp = batched_logprobs(self.ref_model, ro.prompt_ids, ro.prompt_mask, ro.completion_ids,
-                                        ro.completion_mask, temperature=temp, micro_batch_size=mb)
+            ref_logp = self.ref_model.logprobs(*tensors, **passes)
         batch = TrainBatch(ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask, loss_mask,
                            advantages, old_logp, ref_logp)
         return batch, stats

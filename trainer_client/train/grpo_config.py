@@ -65,6 +65,10 @@ class GrpoConfig:
     mini_batch_size: int = _help("completions per optimizer step (0: the whole batch, one step per epoch)",
                                  default=0)
     micro_batch_size: int = _help("completions per forward/backward pass (gradient accumulation)", default=16)
+    max_tokens_per_micro_batch: int = _help(
+        "token budget of one forward/backward pass: completions (sorted by length) are grouped so that rows x "
+        "(longest prompt + longest completion) stays within it, and at most micro_batch_size rows; a longer "
+        "completion runs alone. The accumulated gradient is the whole mini-batch's (0: off)", default=0)
     beta: float = _help("KL coefficient to the frozen start policy (0: no KL term and no reference model)",
                         default=0.0)
     kl_estimator: str = _help("k1, k2 or k3 (GRPO's) estimator of KL(pi || pi_ref)", default="k3")
@@ -105,6 +109,9 @@ class GrpoConfig:
             raise ValueError(f"grpo.dual_clip_c must be > 1 (typically 3) or null, got {self.dual_clip_c}")
         if self.ppo_epochs < 1 or self.micro_batch_size < 1 or self.mini_batch_size < 0:
             raise ValueError("need grpo.ppo_epochs >= 1, grpo.micro_batch_size >= 1, grpo.mini_batch_size >= 0")
+        if self.max_tokens_per_micro_batch < 0:
+            raise ValueError(f"grpo.max_tokens_per_micro_batch must be >= 0 (0: off, micro_batch_size rows per "
+                             f"pass), got {self.max_tokens_per_micro_batch}")
         if self.beta < 0 or self.entropy_coef < 0 or self.overlong_penalty < 0:
             raise ValueError("grpo.beta, grpo.entropy_coef and grpo.overlong_penalty must be >= 0")
         if self.max_sampling_rounds < 1 or self.overlong_cache_len < 1:

@@ -6,7 +6,8 @@ The loss is the clipped surrogate (+ KL, + entropy) on per-completion [N] or per
 Each pass shuffles the completions (with a generator seeded by run seed, step and
 epoch, so resume is exact) into mini-batches of ``mini_batch_size`` (one optimizer step
 each; 0 means the whole batch) and runs them in micro-batches of ``micro_batch_size``
-with gradient accumulation. Micro-batch losses are weighted so that the accumulated
+rows, or by token budget (``max_tokens_per_micro_batch``, ``micro_batches``), with gradient
+accumulation. Micro-batch losses are weighted so that the accumulated
 gradient equals that of the whole mini-batch under the chosen aggregation: by valid
 tokens (``token``), by sequences with a valid token (``sequence``) or by rows
 (``seq_sum_norm``).
@@ -28,6 +29,7 @@ from trainer_client.rl import clipped_policy_loss, entropy_bonus, kl_estimate, k
 from trainer_client.rl.masking import aggregation_weight
 from trainer_client.train.grpo_config import GrpoConfig
 from trainer_client.train.logprobs import completion_logprobs
+from trainer_client.train.micro_batches import plan_micro_batches, used_columns
 
 
 @dataclass
@@ -51,6 +53,14 @@ class TrainBatch:
         return TrainBatch(self.prompt_ids[index], self.prompt_mask[index], self.completion_ids[index],
                           self.completion_mask[index], self.loss_mask[index], self.advantages[index],
                           pick(self.old_logp), pick(self.ref_logp))
+
+    def columns(self, start: int, end: int) -> TrainBatch:
+        """Prompt columns ``[start:]`` and completion columns ``[:end]`` (``micro_batches.used_columns``)."""
+        cut = lambda t: None if t is None else t[:, :end]  # noqa: E731
+        advantages = self.advantages if self.advantages.dim() == 1 else cut(self.advantages)
+        return TrainBatch(self.prompt_ids[:, start:], self.prompt_mask[:, start:], cut(self.completion_ids),
+                          cut(self.completion_mask), cut(self.loss_mask), advantages, cut(self.old_logp),
+                          cut(self.ref_logp))
 
 
 def single_pass(config: GrpoConfig, batch_size: int) -> bool:
@@ -99,12 +109,14 @@ def grpo_update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch:
             if not mini_batch.loss_mask.any():
                 continue
             optimizer.zero_grad(set_to_none=True)
-            for m_start in range(0, len(mini_batch), config.micro_batch_size):
-                micro = mini_batch.rows(torch.arange(m_start, min(m_start + config.micro_batch_size, len(mini_batch)),
-                                                     device=mb_rows.device))
+            for rows in plan_micro_batches(mini_batch.prompt_mask, mini_batch.completion_mask,
+                                           max_rows=config.micro_batch_size,
+                                           max_tokens=config.max_tokens_per_micro_batch):
+                micro = mini_batch.rows(rows)
                 share = aggregation_weight(micro.loss_mask, config.loss_agg) / total_weight
                 if share == 0:
                     continue
+                micro = micro.columns(*used_columns(micro.prompt_mask, micro.completion_mask))
                 loss, stats = micro_batch_loss(model, micro, config, temperature=temperature, norm_len=norm_len)
                 (loss * share).backward()
                 tokens = float(micro.loss_mask.sum())

@@ -11,12 +11,14 @@ completions were sampled from (before top-k/top-p truncation).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from functools import cache
 from typing import NamedTuple
 
 import torch
 
 from trainer_client.rl import entropy_from_logits
+from trainer_client.train.micro_batches import plan_micro_batches, used_columns
 
 
 class TokenLogprobs(NamedTuple):
@@ -30,8 +32,10 @@ def _forward_accepts(cls: type) -> bool:
 
 
 def _accepts_logits_to_keep(model: torch.nn.Module) -> bool:
-    """Whether the model can skip the vocabulary projection of the prompt positions."""
-    return _forward_accepts(type(model))
+    """Whether the model can skip the vocabulary projection of the prompt positions (a peft wrapper passes
+    the argument on to its base model)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return _forward_accepts(type(base))
 
 
 def position_ids_from(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -66,17 +70,32 @@ def completion_logprobs(model: torch.nn.Module, prompt_ids: torch.Tensor, prompt
     return TokenLogprobs(logp, entropy)
 
 
+def in_passes(forward: Callable[..., torch.Tensor], prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+              completion_ids: torch.Tensor, completion_mask: torch.Tensor, *, micro_batch_size: int,
+              max_tokens: int = 0) -> torch.Tensor:
+    """``forward(prompt_ids, prompt_mask, completion_ids, completion_mask) -> [b, tc]`` over the batch in passes
+    (``micro_batches``: ``micro_batch_size`` rows, within ``max_tokens`` when > 0, unused columns cut), joined
+    into [B, Tc] (0 past each pass's last completion column)."""
+    out = torch.zeros(completion_ids.shape, dtype=torch.float32, device=completion_ids.device)
+    for rows in plan_micro_batches(prompt_mask, completion_mask, max_rows=micro_batch_size, max_tokens=max_tokens):
+        start, end = used_columns(prompt_mask[rows], completion_mask[rows])
+        if end:
+            out[rows, :end] = forward(prompt_ids[rows, start:], prompt_mask[rows, start:], completion_ids[rows, :end],
+                                      completion_mask[rows, :end]).float()
+    return out
+
+
 @torch.no_grad()
 def batched_logprobs(model: torch.nn.Module, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
                      completion_ids: torch.Tensor, completion_mask: torch.Tensor, *, temperature: float,
-                     micro_batch_size: int) -> torch.Tensor:
-    """Gradient-free log-probs [B, Tc] (old policy, reference), ``micro_batch_size`` rows at a time."""
-    parts = []
-    for start in range(0, prompt_ids.shape[0], micro_batch_size):
-        rows = slice(start, start + micro_batch_size)
-        parts.append(completion_logprobs(model, prompt_ids[rows], prompt_mask[rows], completion_ids[rows],
-                                         completion_mask[rows], temperature=temperature).logp)
-    return torch.cat(parts, dim=0)
+                     micro_batch_size: int, max_tokens: int = 0) -> torch.Tensor:
+    """Gradient-free log-probs [B, Tc] (old policy, reference), ``micro_batch_size`` rows at a time
+    (and within ``max_tokens`` padded tokens when > 0)."""
+    def forward(*tensors: torch.Tensor) -> torch.Tensor:
+        return completion_logprobs(model, *tensors, temperature=temperature).logp
+
+    return in_passes(forward, prompt_ids, prompt_mask, completion_ids, completion_mask,
+                     micro_batch_size=micro_batch_size, max_tokens=max_tokens)
 
 
 def completion_log_dists(model: torch.nn.Module, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,

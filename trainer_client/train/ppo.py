@@ -17,6 +17,8 @@ value losses (``ppo_update``); one metrics line. Unscored completions are masked
 everything and counted (``unscored``), never read as reward 0. A checkpoint (policy,
 critic in ``critic/``, the optimizer of both, RNGs, prompt position) every
 ``save_every`` steps and at the end; with ``run.resume`` a rerun continues exactly.
+With ``model.lora`` the policy trains adapters (its KL reference is the base with them off);
+the critic stays a full model (``ppo.critic_path`` may name a smaller one).
 """
 
 from __future__ import annotations
@@ -35,13 +37,15 @@ from trainer_client.train import checkpointing
 from trainer_client.train.collect import StepData, batch_rewards, collect_step
 from trainer_client.train.logprobs import batched_logprobs
 from trainer_client.train.loop import RunSummary, raise_if_nothing_scored, restore_or_seed, run_training
-from trainer_client.train.models import linear_warmup, load_policy, load_tokenizer
+from trainer_client.train.lora import trainable_parameters
+from trainer_client.train.models import linear_warmup, load_tokenizer, load_trainable_policy, merged_writer, start_dir
 from trainer_client.train.ppo_config import PpoTrainerConfig, to_yaml
 from trainer_client.train.ppo_targets import ppo_targets
 from trainer_client.train.ppo_update import PpoBatch, ppo_update
+from trainer_client.train.reference import load_reference
 from trainer_client.train.reward_overlap import OverlappedScorer
 from trainer_client.train.rollout_log import completion_advantages, step_records
-from trainer_client.train.rollouts import PromptSampler, read_prompts
+from trainer_client.train.rollouts import PromptSampler, read_prompts, uses_chat_template
 from trainer_client.train.run_configs import keep_config
 from trainer_client.train.run_logging import RunLogger
 from trainer_client.train.step_metrics import rollout_metrics
@@ -79,20 +83,21 @@ class PpoTrainer:
         if config.run.wandb:  # before any model loads: a missing package, or a resume with another
             check_wandb()      # config (run_configs), is refused at once
         keep_config(self.run_dir, to_yaml(config), self.checkpoint, config.run.allow_config_change)
-        start = str(self.checkpoint or config.model.path)
-        self.tokenizer = load_tokenizer(start)
-        self.model = load_policy(start, config.model, trainable=True)
+        self.tokenizer = load_tokenizer(start_dir(config.model, self.checkpoint))
+        uses_chat_template(self.tokenizer, config.data.chat_template)  # data.chat_template=true needs one: say so now
+        self.model = load_trainable_policy(config.model, self.checkpoint)
         critic_from = self.checkpoint / CRITIC_DIR if self.checkpoint else config.ppo.critic_path or config.model.path
         self.critic = load_critic(str(critic_from), config.model, trainable=True)
-        self.ref_model = load_policy(config.model.path, config.model, trainable=False) if config.ppo.kl_coef else None
+        self.ref_model = load_reference(config.model, self.model) if config.ppo.kl_coef else None
         o = config.optim
         self.optimizer = torch.optim.AdamW(
-            [{"params": list(self.model.parameters())},
+            [{"params": trainable_parameters(self.model)},
              {"params": list(self.critic.parameters()), "lr": config.ppo.critic_lr or o.lr}],
             lr=o.lr, betas=(o.adam_beta1, o.adam_beta2), weight_decay=o.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_warmup(o.warmup_steps))
-        self.sampler = PromptSampler(read_prompts(config.data.train, config.data.task), config.run.seed,
-                                     config.data.shuffle)
+        data = config.data
+        self.sampler = PromptSampler(read_prompts(data.train, data.task, prompt_key=data.prompt_key,
+                                                  reference_key=data.reference_key), config.run.seed, data.shuffle)
         self.step = restore_or_seed(self.checkpoint, self.optimizer, self.scheduler, self.sampler, config.run.seed)
         self.run_logger = RunLogger(self.run_dir, config.run.tensorboard,
                                     resume_step=self.step if self.checkpoint is not None else None,
@@ -106,8 +111,12 @@ class PpoTrainer:
                                                     "vloss": f"{m.get('value_loss') or 0:.4f}"})
 
     def save(self) -> None:
+        write_merged = merged_writer(self.model, self.tokenizer, self.config.model)
+
         def write_critic(directory: Path) -> None:
             self.critic.save_pretrained(directory / CRITIC_DIR, safe_serialization=True)
+            if write_merged is not None:
+                write_merged(directory)
 
         checkpointing.save_checkpoint(self.run_dir, self.step, self.model, self.tokenizer, self.optimizer,
                                       self.scheduler, {"sampler": self.sampler.state_dict()},
@@ -117,7 +126,7 @@ class PpoTrainer:
         cfg = self.config
         t0 = time.perf_counter()
         data = collect_step(self.model, self.tokenizer, self.sampler, scorer, cfg.sampling, _KeepEveryGroup(),
-                            self.step)
+                            self.step, chat_template=cfg.data.chat_template)
         metrics = rollout_metrics(data)
         if cfg.sampling.group_size == 1:
             metrics["zero_variance_frac"] = None  # a group of one has no variance to speak of
@@ -152,12 +161,12 @@ class PpoTrainer:
         rewards, scored = rewards.to(device), scored.to(device)
         loss_mask = ro.completion_mask & scored[:, None]
         tensors = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask)
-        temp, mb = cfg.sampling.temperature, p.micro_batch_size
+        passes = {"micro_batch_size": p.micro_batch_size, "max_tokens": p.max_tokens_per_micro_batch}
+        temp = cfg.sampling.temperature
         self.model.eval()
-        old_logp = batched_logprobs(self.model, *tensors, temperature=temp, micro_batch_size=mb)
-        ref_logp = None if self.ref_model is None else batched_logprobs(self.ref_model, *tensors, temperature=temp,
-                                                                        micro_batch_size=mb)
-        old_values = batched_values(self.critic, *tensors, micro_batch_size=mb)
+        old_logp = batched_logprobs(self.model, *tensors, temperature=temp, **passes)
+        ref_logp = None if self.ref_model is None else self.ref_model.logprobs(*tensors, temperature=temp, **passes)
+        old_values = batched_values(self.critic, *tensors, **passes)
         kl = None if ref_logp is None else kl_estimate(old_logp, ref_logp, p.kl_estimator)
         step_rewards, process_stats = None, {}
         if p.advantage in ("process", "both"):

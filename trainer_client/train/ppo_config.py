@@ -60,6 +60,10 @@ class PpoConfig:
     mini_batch_size: int = _help("completions per optimizer step (0: the whole batch, one step per epoch)",
                                  default=0)
     micro_batch_size: int = _help("completions per forward/backward pass (gradient accumulation)", default=16)
+    max_tokens_per_micro_batch: int = _help(
+        "token budget of one forward/backward pass: completions (sorted by length) are grouped so that rows x "
+        "(longest prompt + longest completion) stays within it, and at most micro_batch_size rows; a longer "
+        "completion runs alone. The accumulated gradient is the whole mini-batch's (0: off)", default=0)
     critic_path: str | None = _help("from_pretrained directory of a value model (AutoModelForSequenceClassification, "
                                     "num_labels=1); null: the start policy's weights with a new value head",
                                     default=None)
@@ -82,6 +86,9 @@ class PpoConfig:
             raise ValueError(f"ppo.loss_agg must be one of {AGG_MODES}, got {self.loss_agg!r}")
         if self.ppo_epochs < 1 or self.micro_batch_size < 1 or self.mini_batch_size < 0:
             raise ValueError("need ppo.ppo_epochs >= 1, ppo.micro_batch_size >= 1, ppo.mini_batch_size >= 0")
+        if self.max_tokens_per_micro_batch < 0:
+            raise ValueError(f"ppo.max_tokens_per_micro_batch must be >= 0 (0: off, micro_batch_size rows per "
+                             f"pass), got {self.max_tokens_per_micro_batch}")
         if self.critic_lr is not None and self.critic_lr <= 0:
             raise ValueError(f"ppo.critic_lr must be > 0 (or null: optim.lr), got {self.critic_lr}")
 

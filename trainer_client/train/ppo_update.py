@@ -14,9 +14,9 @@ Adam is blind to a constant scale. Gradients are clipped per network.
 
 Each pass shuffles the completions with a generator seeded by (run seed, step, epoch),
 so resume is exact, into mini-batches of ``mini_batch_size`` (one optimizer step each; 0
-means the whole batch) run as micro-batches of ``micro_batch_size`` with gradient
-accumulation, weighted so that the accumulated gradient is the mini-batch's (as GRPO's
-``grpo_update``).
+means the whole batch) run as micro-batches of ``micro_batch_size`` rows, or by token
+budget (``max_tokens_per_micro_batch``, ``micro_batches``), with gradient accumulation,
+weighted so that the accumulated gradient is the mini-batch's (as GRPO's ``grpo_update``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import torch
 from trainer_client.rl import clipped_policy_loss, entropy_bonus, kl_estimate, kl_loss, masked_mean, value_loss
 from trainer_client.rl.masking import aggregation_weight
 from trainer_client.train.logprobs import completion_logprobs
+from trainer_client.train.micro_batches import plan_micro_batches, used_columns
 from trainer_client.train.ppo_config import PpoConfig
 from trainer_client.train.value_head import token_values
 
@@ -54,6 +55,12 @@ class PpoBatch:
     def rows(self, index: torch.Tensor) -> PpoBatch:
         return PpoBatch(**{f.name: None if getattr(self, f.name) is None else getattr(self, f.name)[index]
                            for f in fields(self)})
+
+    def columns(self, start: int, end: int) -> PpoBatch:
+        """Prompt columns ``[start:]`` and completion columns ``[:end]`` (``micro_batches.used_columns``)."""
+        return PpoBatch(**{f.name: None if getattr(self, f.name) is None else
+                           getattr(self, f.name)[:, start:] if f.name.startswith("prompt_") else
+                           getattr(self, f.name)[:, :end] for f in fields(self)})
 
 
 def micro_batch_loss(policy: torch.nn.Module, critic: torch.nn.Module, mb: PpoBatch, config: PpoConfig, *,
@@ -108,12 +115,14 @@ def ppo_update(policy: torch.nn.Module, critic: torch.nn.Module, optimizer: torc
             if not mini_batch.loss_mask.any():
                 continue
             optimizer.zero_grad(set_to_none=True)
-            for m_start in range(0, len(mini_batch), config.micro_batch_size):
-                micro = mini_batch.rows(torch.arange(m_start, min(m_start + config.micro_batch_size, len(mini_batch)),
-                                                     device=order.device))
+            for rows in plan_micro_batches(mini_batch.prompt_mask, mini_batch.completion_mask,
+                                           max_rows=config.micro_batch_size,
+                                           max_tokens=config.max_tokens_per_micro_batch):
+                micro = mini_batch.rows(rows)
                 share = aggregation_weight(micro.loss_mask, config.loss_agg) / total_weight
                 if share == 0:
                     continue
+                micro = micro.columns(*used_columns(micro.prompt_mask, micro.completion_mask))
                 loss, stats = micro_batch_loss(policy, critic, micro, config, temperature=temperature,
                                                norm_len=norm_len)
                 (loss * share).backward()

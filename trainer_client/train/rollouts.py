@@ -1,11 +1,13 @@
-"""Prompts in, sampled completions out: the JSONL prompt set, its sampler, and batched generation.
+"""Prompts in, sampled completions out: batched generation (the prompt set and its sampler: ``prompts``).
 
     rows = read_prompts("data/rl_train.jsonl", default_task="gsm8k")
     sampler = PromptSampler(rows, seed=0)
     batch = generate_groups(model, tokenizer, sampler.next(4), sampling)   # 4 prompts x G completions
 
-A prompt is rendered through the tokenizer's chat template (one user turn, generation
-prompt added) when the tokenizer has one, else used as is. ``generate`` samples G
+A prompt is rendered through the tokenizer's chat template (the row's turns or one user
+turn, generation prompt added) when the tokenizer has one and ``chat_template`` allows it,
+else used as is (``prompts.render_prompt``). Prompts are left-padded and decoded in one
+``generate`` call with the KV cache. ``generate`` samples G
 completions per prompt (rows ``i*G .. i*G+G-1`` belong to prompt ``i``); a completion ends
 at its first eos token (kept, it was sampled) or at a stop string, and is *truncated*
 when it ran into ``max_new_tokens`` instead.
@@ -13,100 +15,24 @@ when it ran into ``max_new_tokens`` instead.
 
 from __future__ import annotations
 
-import json
-import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from trainer_client.errors import PromptDataError
 from trainer_client.train.config import SamplingConfig
+from trainer_client.train.prompts import (
+    PromptRow,
+    PromptSampler,
+    read_prompts,
+    render_prompt,
+    uses_chat_template,
+)
 
-
-@dataclass(frozen=True)
-class PromptRow:
-    id: str
-    prompt: str
-    reference: Mapping[str, Any]
-    task: str
-    line: int = 0  # its line in the prompts file (0: not from a file)
-
-
-def read_prompts(path: str | Path, default_task: str | None = None) -> list[PromptRow]:
-    """Reads ``{"prompt", "reference", "task"[, "id"]}`` lines; ``default_task`` fills a missing task."""
-    rows: list[PromptRow] = []
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise PromptDataError(f"cannot read prompts from {path}: {exc}") from exc
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise PromptDataError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-        if not isinstance(data, dict) or not isinstance(data.get("prompt"), str):
-            raise PromptDataError(f"{path}:{number}: need an object with a string \"prompt\"")
-        task = data.get("task") or default_task
-        if not isinstance(task, str) or not task:
-            raise PromptDataError(f"{path}:{number}: no \"task\" (add one, or set data.task)")
-        reference = data.get("reference")
-        reference = (reference if isinstance(reference, dict)
-                     else ({} if reference is None else {"answer": str(reference)}))
-        rows.append(PromptRow(str(data.get("id", f"line{number}")), data["prompt"], reference, task, number))
-    if not rows:
-        raise PromptDataError(f"{path}: no prompts")
-    return rows
-
-
-class PromptSampler:
-    """Endless stream of prompts: passes over the rows, each pass shuffled by ``(seed, pass)``.
-
-    Independent of the global RNGs; ``state_dict``/``load_state_dict`` make resume exact.
-    """
-
-    def __init__(self, rows: Sequence[PromptRow], seed: int, shuffle: bool = True) -> None:
-        self.rows = list(rows)
-        self.seed = seed
-        self.shuffle = shuffle
-        self.epoch = 0
-        self.position = 0
-        self._order = self._make_order()
-
-    def _make_order(self) -> list[int]:
-        order = list(range(len(self.rows)))
-        if self.shuffle:
-            random.Random(f"{self.seed}-{self.epoch}").shuffle(order)
-        return order
-
-    def next(self, n: int) -> list[PromptRow]:
-        out = []
-        for _ in range(n):
-            if self.position == len(self._order):
-                self.epoch, self.position = self.epoch + 1, 0
-                self._order = self._make_order()
-            out.append(self.rows[self._order[self.position]])
-            self.position += 1
-        return out
-
-    def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "position": self.position}
-
-    def load_state_dict(self, state: Mapping[str, int]) -> None:
-        self.epoch, self.position = int(state["epoch"]), int(state["position"])
-        self._order = self._make_order()
-
-
-def render_prompt(tokenizer: Any, prompt: str) -> str:
-    """The text the model is prompted with: the chat template's generation prompt, if any."""
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
-                                             add_generation_prompt=True, tokenize=False)
-    return prompt
+__all__ = ["PromptDataError", "PromptRow", "PromptSampler", "Rollouts", "completion_lengths", "concat_rollouts",
+           "eos_ids_of", "generate_groups", "read_prompts", "render_prompt"]
 
 
 @dataclass
@@ -185,16 +111,17 @@ def completion_lengths(completion_ids: torch.Tensor, eos_ids: Sequence[int],
 
 @torch.no_grad()
 def generate_groups(model: Any, tokenizer: Any, rows: Sequence[PromptRow], sampling: SamplingConfig,
-                    greedy: bool = False) -> Rollouts:
+                    greedy: bool = False, chat_template: str = "auto") -> Rollouts:
     """G = ``sampling.group_size`` sampled completions for each row, in one ``generate`` call.
 
     ``greedy``: decode greedily instead (evaluation; the sampling knobs are not used).
+    ``chat_template``: ``data.chat_template`` (auto, true or false; ``prompts.render_prompt``).
     """
     if tokenizer.padding_side != "left":
         raise ValueError("batched generation needs tokenizer.padding_side == 'left'")
     device = next(model.parameters()).device
-    templated = bool(getattr(tokenizer, "chat_template", None))
-    enc = tokenizer([render_prompt(tokenizer, r.prompt) for r in rows], add_special_tokens=not templated,
+    templated = uses_chat_template(tokenizer, chat_template)  # the template writes its own special tokens
+    enc = tokenizer([render_prompt(tokenizer, r, chat_template) for r in rows], add_special_tokens=not templated,
                     padding=True, return_tensors="pt").to(device)
     g = sampling.group_size
     eos_ids = eos_ids_of(model, tokenizer)

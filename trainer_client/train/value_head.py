@@ -29,7 +29,7 @@ import torch
 from transformers import AutoModelForSequenceClassification
 
 from trainer_client.train.config import ModelConfig
-from trainer_client.train.logprobs import position_ids_from
+from trainer_client.train.logprobs import in_passes, position_ids_from
 from trainer_client.train.models import DTYPES, prepare_model
 
 logger = logging.getLogger(__name__)
@@ -85,14 +85,12 @@ def token_values(critic: torch.nn.Module, prompt_ids: torch.Tensor, prompt_mask:
 @torch.no_grad()
 def batched_values(critic: torch.nn.Module, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
                    completion_ids: torch.Tensor, completion_mask: torch.Tensor, *,
-                   micro_batch_size: int) -> torch.Tensor:
-    """Gradient-free rollout values [B, Tc], ``micro_batch_size`` rows at a time."""
+                   micro_batch_size: int, max_tokens: int = 0) -> torch.Tensor:
+    """Gradient-free rollout values [B, Tc], ``micro_batch_size`` rows at a time (and within ``max_tokens``
+    padded tokens when > 0; ``logprobs.in_passes``)."""
     was_training = critic.training
     critic.eval()
-    parts = []
-    for start in range(0, prompt_ids.shape[0], micro_batch_size):
-        rows = slice(start, start + micro_batch_size)
-        parts.append(token_values(critic, prompt_ids[rows], prompt_mask[rows], completion_ids[rows],
-                                  completion_mask[rows]))
+    values = in_passes(lambda *tensors: token_values(critic, *tensors), prompt_ids, prompt_mask, completion_ids,
+                       completion_mask, micro_batch_size=micro_batch_size, max_tokens=max_tokens)
     critic.train(was_training)
-    return torch.cat(parts, dim=0)
+    return values
