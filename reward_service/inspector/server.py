@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
+from reward_core.keep_alive import SERVER_KEEP_ALIVE_S
 from reward_core.ports import free_port
 from reward_service.inspector.index import RolloutIndex
-from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
 
 logger = logging.getLogger(__name__)
 

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from reward_core.keep_alive import SERVER_KEEP_ALIVE_S
 from reward_service.judges.fault_plan import FAULT_KINDS, HTTP_FAULTS, OK, FaultDecider, FaultPlan
 from reward_service.judges.openai_errors import error_body
-from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
 
 __all__ = ["FaultPlan", "FaultProxy", "FaultProxyApp", "main"]
 

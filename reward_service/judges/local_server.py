@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reward_core.keep_alive import SERVER_KEEP_ALIVE_S
 from reward_service.judges.openai_errors import RequestError, error_response
 from reward_service.judges.openai_requests import (
     JudgeRequest,
@@ -28,7 +29,6 @@ from reward_service.judges.openai_requests import (
     parse_responses,
     response_body,
 )
-from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
 
 if TYPE_CHECKING:
     from reward_service.judges.local_model import Generation, LocalCausalLM

@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
+from reward_core.keep_alive import SERVER_KEEP_ALIVE_S
 
 START_TIMEOUT_S = 60.0
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
+from reward_core.keep_alive import SERVER_KEEP_ALIVE_S
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [p for folder in ("reward_service", "reward_core", "trainer_client", "tests", "bench")
