@@ -6,8 +6,10 @@ Adding one is a table there (or in a YAML file given with ``--languages``, same 
 toolchain on the machine or in the runner image; the backends never name a language.
 
 Python runs on the fast path (a pre-imported interpreter forks a child per execution and
-``exec``s the code there); every other language is compiled once per execution and its binary
-(or interpreter) is started once per test case.
+``exec``s the code there); a language with a ``fork_server`` (ruby, php) is forked from a warm
+interpreter of its own per test case (sandbox/runtime/fork_servers.py, process backend as root);
+every other language is compiled once per execution and its binary (or interpreter) is started
+once per test case.
 
 A language is *known* when the table has it and *available* when its toolchain is present
 where programs run: on this host for the process backend (looked up on the sandbox's own
@@ -47,7 +49,7 @@ _KEYS = frozenset({"source_file", "compile", "run", "version", "packages", "set"
                    "paths", "min_processes", "min_memory_mb", "min_open_files", "address_space_mb",
                    "python_fast_path",
                    "class_pattern", "class_default", "install_hint", "test_framework", "npm_packages",
-                   "artifacts", "call_harness"})
+                   "artifacts", "call_harness", "fork_server"})
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,10 @@ class Language:
     #: call (JSON ``{"args", "kwargs"}``) on stdin, calls ``{entry_point}`` and prints the returned value
     #: as JSON after the marker line (sandbox/call_harness.py). Empty: function calls need Python.
     call_harness: str = ""
+    #: A warm interpreter per slot that forks one process per execution instead of starting ``run``
+    #: (sandbox/runtime/fork_servers.py): its argv, ``{runtime}`` being the sandbox's runtime directory.
+    #: Process backend as root only; elsewhere, and for an override without it, ``run`` is used.
+    fork_server: tuple[str, ...] = ()
 
     @property
     def compiled(self) -> bool:
@@ -184,7 +190,8 @@ def language_from_spec(name: str, spec: Mapping[str, Any], where: str = "") -> L
                     test_framework=bool(spec.get("test_framework", False)),
                     npm_packages=_strings(spec.get("npm_packages"), f"{at}: npm_packages"),
                     artifacts=_artifacts(spec.get("artifacts"), at),
-                    call_harness=str(spec.get("call_harness", "")), **ints)
+                    call_harness=str(spec.get("call_harness", "")),
+                    fork_server=_strings(spec.get("fork_server"), f"{at}: fork_server"), **ints)
 
 
 def _artifacts(value: object, at: str) -> tuple[str, ...]:

@@ -33,6 +33,7 @@ a loose backstop. Without writable cgroups, rlimits alone apply (logged once).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -144,8 +145,9 @@ def _listdir(path: str) -> list[str]:
 
 
 def runtime_files() -> list[Path]:
-    """The runtime's modules, copied into every slot (never bound: a bind names its host path)."""
-    return sorted(RUNTIME_DIR.glob("*.py"))
+    """The runtime's modules and fork-server scripts, copied into every slot (never bound: a bind names its
+    host path)."""
+    return sorted([*RUNTIME_DIR.glob("*.py"), *RUNTIME_DIR.glob("*.rb"), *RUNTIME_DIR.glob("*.php")])
 
 
 def _filesystem(config: ProcessSandboxConfig, prefix: str, runtime_fds: Sequence[tuple[int, str]]) -> list[str]:
@@ -180,11 +182,14 @@ def _filesystem(config: ProcessSandboxConfig, prefix: str, runtime_fds: Sequence
 
 
 def bwrap_command(config: ProcessSandboxConfig, slot: int, cgroup_binds: Sequence[tuple[str, str]],
-                  as_root: bool, runtime_fds: Sequence[tuple[int, str]] = ()) -> list[str]:
+                  as_root: bool, runtime_fds: Sequence[tuple[int, str]] = (),
+                  fork_servers: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """The bubblewrap command line that starts slot ``slot``'s zygote.
 
     ``runtime_fds``: (open fd, file name) of each runtime module, copied into the sandbox (bwrap
     reads them: the caller passes the fds to bwrap). ``cgroup_binds``: (host dir, inside path).
+    ``fork_servers``: language name -> its fork server's argv (languages.toml ``fork_server``): the
+    zygote starts only these, never an argv the supervisor sends (fork_servers.py).
     """
     prefix, python, libdir = _interpreter(sandbox_python(config.python))
     cmd = [config.bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-net",
@@ -210,6 +215,9 @@ def bwrap_command(config: ProcessSandboxConfig, slot: int, cgroup_binds: Sequenc
         zygote_args += ["--cgroup", CGROUP_IN_SANDBOX]
     if not as_root:
         zygote_args.append("--no-setuid")
+    elif fork_servers:
+        zygote_args += ["--fork-servers", json.dumps({name: [a.replace("{runtime}", RUNTIME_IN_SANDBOX) for a in argv]
+                                                      for name, argv in fork_servers.items()})]
     return cmd + ["--remount-ro", "/", "--chdir", "/", "--", python, "-I", "-S", "-B",
                   f"{RUNTIME_IN_SANDBOX}/zygote.py"] + zygote_args
 
@@ -303,6 +311,8 @@ class ProcessExecutor:
                                    max_memory_mb=self.config.max_memory_mb, max_processes=self.config.max_processes)
         try:
             self.languages = table
+            self.fork_servers = {lang.name: lang.fork_server for lang in table.values()
+                                 if lang.fork_server and lang.name not in getattr(table, "unavailable", {})}
             artifacts = ArtifactCache(self.config.compile_cache_dir or None, self.config.compile_cache_mb << 20,
                                       self.config.compile_cache_entries)
             self.pool = SlotPool(concurrency, self._start_slot, backend=self.name, languages=table,
@@ -315,7 +325,7 @@ class ProcessExecutor:
     def _start_slot(self, index: int) -> SlotHandle:
         fds = [(os.open(f, os.O_RDONLY | os.O_CLOEXEC), f.name) for f in runtime_files()]
         try:
-            cmd = bwrap_command(self.config, index, self.cgroups.binds(index), self.as_root, fds)
+            cmd = bwrap_command(self.config, index, self.cgroups.binds(index), self.as_root, fds, self.fork_servers)
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     close_fds=True, pass_fds=[fd for fd, _ in fds], start_new_session=False)
         finally:

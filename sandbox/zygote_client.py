@@ -264,7 +264,8 @@ def build_wire(request: ExecutionRequest, language: Language) -> WireRequest:
               "language": {"name": language.name, "source_file": source_file,
                            "compile": list(compile_argv), "run": list(run_argv),
                            "fast_path": language.fast_path_python, "env": dict(language.env),
-                           "address_space_mb": language.address_space_mb},
+                           "address_space_mb": language.address_space_mb,
+                           "fork_server": bool(language.fork_server)},
               "has_secret": style is TestStyle.HUMANEVAL}
     if request.files or request.fetch_files or request.args:   # to B over its channel (runtime/scratch_files.py)
         public["files"] = {name: base64.b64encode(bytes(content)).decode("ascii")

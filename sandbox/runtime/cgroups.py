@@ -52,6 +52,10 @@ class Cgroups:
         self.memory_limited = False                       # a cgroup bounds the memory of the programs
         self.manages_programs = False                     # the programs have cgroups of their own (process mode)
         self._limits: tuple[int, int] | None = None
+        self._asked: tuple[int, int, int] | None = None
+        #: The slot's fork servers (fork_servers.py) live in the programs' cgroups too: their memory and tasks.
+        self.server_mb = 0
+        self.server_pids = 0
         self._counters = (0, 0)
 
     @classmethod
@@ -136,7 +140,9 @@ class Cgroups:
         """
         cap_memory, cap_processes = self.caps
         memory = min(max(int(memory_mb), 1), cap_memory) + min(max(int(scratch_mb), 1), cap_memory)
-        wanted = ((memory + ZYGOTE_SLACK_MB) * _MB, min(max(int(max_processes), 1), cap_processes) + ZYGOTE_PIDS)
+        self._asked = (memory_mb, scratch_mb, max_processes)
+        wanted = ((memory + ZYGOTE_SLACK_MB + self.server_mb) * _MB,
+                  min(max(int(max_processes), 1), cap_processes) + ZYGOTE_PIDS + self.server_pids)
         if wanted == self._limits:
             return
         if "mem_limit" in self.write:
@@ -144,6 +150,13 @@ class Cgroups:
         if "pids_max" in self.write:
             os.pwrite(self.write["pids_max"], str(wanted[1]).encode(), 0)
         self._limits = wanted
+
+    def add_server(self, memory_mb: int, tasks: int) -> None:
+        """A fork server started: the programs' limits count its memory and tasks on top of B's."""
+        self.server_mb += max(int(memory_mb), 0)
+        self.server_pids += max(int(tasks), 0)
+        if self._asked is not None:
+            self.set_limits(*self._asked)
 
     # -- A -----------------------------------------------------------------------------------------
     def tasks(self) -> int | None:

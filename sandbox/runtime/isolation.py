@@ -55,6 +55,7 @@ class SlotInfo:
         self.scratch_mb = DEFAULT_SCRATCH_MB
         self.caps = (4096, 1024)             # (memory MB, processes): the most the zygote grants A (set by main)
         self.userns_blocked = False          # the seccomp filter is installed (set by main)
+        self.fork_servers: dict[str, list[str]] = {}   # language -> its fork server's argv, from the host (main)
         self.pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if self.namespaces else None
 
     def describe(self) -> dict:

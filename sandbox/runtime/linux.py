@@ -128,6 +128,27 @@ def set_capabilities(keep: tuple[int, ...] = ()) -> None:
     _check(_capset(ctypes.byref(header), data), "capset")
 
 
+CAP_SETGID = 6
+CAP_SETUID = 7
+CAP_SETPCAP = 8
+CAP_SYS_ADMIN = 21
+
+
+def keep_across_exec(caps: tuple[int, ...]) -> None:
+    """Root, before an exec: keep only ``caps`` (< 32, all in our permitted set), made inheritable, and
+    empty the bounding set. The exec'd program (a fork server: fork_servers.py) then holds exactly
+    ``caps`` (a root exec gets the inheritable set plus the bounding set)."""
+    mask = 0
+    for cap in caps:
+        mask |= 1 << cap
+    header = _CapHeader(_CAP_VERSION_3, 0)
+    data = (_CapData * 2)()
+    data[0].effective = data[0].permitted = mask | 1 << CAP_SETPCAP   # inheritable must be set while bounded
+    data[0].inheritable = mask
+    _check(_capset(ctypes.byref(header), data), "capset")
+    drop_bounding_set(last_cap())
+
+
 _NO_CAPS = ((_CapHeader(_CAP_VERSION_3, 0)), (_CapData * 2)())
 
 

@@ -355,7 +355,8 @@ class Supervisor:
             cfg = b_config(self.slot, limits, argv=list(lang["run"]), write_source=needs_code,
                            source_file=lang["source_file"], env=lang.get("env") or {},
                            address_space_mb=int(lang.get("address_space_mb") or 0), extras=extras is not None,
-                           artifacts=artifacts is not None)
+                           artifacts=artifacts is not None,
+                           fork_server=str(lang.get("name", "")) if lang.get("fork_server") else "")
             role = "command"
         deadline = time.monotonic() + float(limits["wall_s"])
         for case in cases_in:

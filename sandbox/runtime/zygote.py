@@ -26,6 +26,11 @@ in two:
   (isolation.confine_supervisor): namespaces of its own, an unprivileged uid of
   its own with only CAP_KILL, no fork, no writable cgroup descriptor.
 
+Before it empties its bounding set, the template starts the fork servers the host named
+(``--fork-servers``, fork_servers.py): a spawn whose configuration names one of their languages is
+forked by that warm interpreter instead (same fds, the rlimits from our clamped configuration), and
+its exit notices reach A as our children's do.
+
 The zygote trusts nothing A sends beyond "which configuration, which fds": a B's
 uid, namespaces and scratch come from the zygote's own facts (isolation.slot_fields),
 and limits, the scratch size and the programs' cgroup limits are clamped to the
@@ -82,6 +87,7 @@ linux = importlib.import_module(f"{_PKG}.linux")
 untrusted = importlib.import_module(f"{_PKG}.untrusted")
 forks = importlib.import_module(f"{_PKG}.forks")
 container_sweep = importlib.import_module(f"{_PKG}.container_sweep")   # docker backend (no namespaces)
+fork_servers = importlib.import_module(f"{_PKG}.fork_servers")
 
 
 def _open_or_none(path: str, flags: int) -> int | None:
@@ -98,7 +104,8 @@ def _send(sock: socket.socket, msg: dict, fds: list[int] = ()) -> None:
 class Template:
     """The fork service loop, run by the template zygote and by per-execution scratch holders."""
 
-    def __init__(self, sock: socket.socket, slot, own_scratch: bool, scratch: str, cgroups=None) -> None:
+    def __init__(self, sock: socket.socket, slot, own_scratch: bool, scratch: str, cgroups=None,
+                 servers: dict | None = None) -> None:
         self.sock, self.slot, self.own_scratch, self.scratch = sock, slot, own_scratch, scratch
         self.cgroups = cgroups or cgroups_mod.Cgroups.none()
         self.children: dict[int, int | None] = {}       # pid -> pidfd (ours)
@@ -112,6 +119,9 @@ class Template:
         self.pid = os.getpid()
         self.oom_fd = _open_or_none("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
         self.prlimit = linux.has_capability(linux.CAP_SYS_RESOURCE)
+        self.servers = dict(servers or {})               # language -> its fork server (fork_servers.py)
+        for server in self.servers.values():
+            self.poll.register(server.fileno(), select.POLLIN)
 
     def _fork(self, new_pid_ns: bool) -> int:
         if self.slot.namespaces and (new_pid_ns or self._pid_ns_moved):
@@ -147,6 +157,8 @@ class Template:
                             _send(self.sock, {"op": "error", "error": f"spawn: {exc}"})
                     else:
                         self._handle(json.loads(data), fds)
+                else:
+                    self._relay(fd)
             self._reap()
 
     def _handle(self, msg: dict, fds: list[int]) -> None:
@@ -202,6 +214,9 @@ class Template:
             for fd in fds:
                 os.close(fd)
             raise OSError(f"bad spawn request {packet[:40]!r}") from None
+        server = fork_servers.served(self.servers, cfg, role.decode(), len(fds))
+        if server is not None:
+            return self._spawn_served(server, cfg, limits, fds)
         by_us = self.prlimit and len(fds) > 3         # without a channel B may run its program at once
         cfg["rlimits_set"] = by_us
         if self.slot.shared_scratch:
@@ -227,6 +242,43 @@ class Template:
                 resource.prlimit(pid, which, pair)
         pidfd = self.children[pid]
         forks.send_packet(self.sock, b"P %d" % pid, [pidfd] if pidfd is not None else [])
+
+    def _spawn_served(self, server, cfg: dict, limits: list, fds: list[int]) -> None:
+        """This execution's process, forked by the language's fork server (fork_servers.py)."""
+        try:
+            pid, pidfd = server.spawn(cfg, limits, fds)
+        except OSError:
+            self._drop_server(server)     # a child may hold these fds: this execution fails, the slot retires
+            raise
+        finally:
+            for fd in fds:
+                os.close(fd)
+        forks.send_packet(self.sock, b"P %d" % pid, [pidfd])
+        os.close(pidfd)
+        self._relay(server.fileno())
+
+    def _relay(self, fd: int) -> None:
+        """A fork server's exit notices go to A as our own children's do; a server that ended is dropped."""
+        for server in list(self.servers.values()):
+            if server.fileno() != fd:
+                continue
+            notices = server.read_notices()
+            if notices is None:
+                self._drop_server(server)
+                return
+            for notice in notices:
+                try:
+                    forks.send_packet(self.sock, notice)
+                except OSError:
+                    pass
+
+    def _drop_server(self, server) -> None:
+        self.servers = {name: s for name, s in self.servers.items() if s is not server}
+        try:
+            self.poll.unregister(server.fileno())
+        except KeyError:
+            pass
+        server.close()
 
     def _holder(self, scratch_mb: int) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -329,9 +381,12 @@ def _become_template(sock: socket.socket, slot, cgroups) -> None:
         if slot.namespaces and slot.mode == "process":
             linux.unshare(linux.CLONE_NEWCGROUP)  # B sees its own cgroup as the root
         linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)   # inherited by every B: no privilege through execve
-        linux.drop_bounding_set(linux.last_cap())
         untrusted.scrub_environment(slot.scratch)
-        Template(sock, slot, own_scratch=True, scratch=slot.scratch, cgroups=cgroups).serve()
+        servers = fork_servers.start_all(slot, lambda msg: os.write(2, f"zygote: {msg}\n".encode()))
+        for server in servers.values():            # (before our bounding set is emptied: they keep three caps)
+            cgroups.add_server(*server.footprint())
+        linux.drop_bounding_set(linux.last_cap())
+        Template(sock, slot, own_scratch=True, scratch=slot.scratch, cgroups=cgroups, servers=servers).serve()
     except BaseException as exc:  # noqa: BLE001 - report and exit; A sees the socket close
         os.write(2, f"zygote: {type(exc).__name__}: {exc}\n".encode())
         code = 1
@@ -349,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--private-proc", default="", help="where A keeps a full /proc (a root-only dir)")
     parser.add_argument("--max-memory-mb", type=int, default=4096, help="cap on any memory/scratch limit A asks")
     parser.add_argument("--max-processes", type=int, default=1024, help="cap on any process limit A asks")
+    parser.add_argument("--fork-servers", default="{}",
+                        help="JSON: language -> argv of its fork server (fork_servers.py); only these are started")
     args = parser.parse_args(argv)
 
     linux.prctl(linux.PR_SET_DUMPABLE, 0)          # B (another uid anyway) can never ptrace or read us
@@ -363,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     slot = isolation.SlotInfo(args.mode, None if args.no_setuid else args.slot_uid, args.scratch,
                               supervisor_uid=args.supervisor_uid, memory_cgroup=cgroups.memory_limited)
     slot.caps = (max(args.max_memory_mb, 1), max(args.max_processes, 1))
+    slot.fork_servers = {str(k): [str(a) for a in v] for k, v in json.loads(args.fork_servers).items()}
     if slot.namespaces:
         linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)   # B's mounts never propagate back
         for name in (os.listdir(args.cgroup) if args.cgroup and os.path.isdir(args.cgroup) else ()):

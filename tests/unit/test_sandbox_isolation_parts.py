@@ -6,6 +6,7 @@ No sandbox is started here (that is tests/integration/test_sandbox_process.py an
 from __future__ import annotations
 
 import errno
+import json
 import os
 import socket
 import struct
@@ -241,3 +242,13 @@ def test_the_sandbox_names_no_host_path_of_the_interpreter_or_the_checkout(tmp_p
     args = cmd[cmd.index("--mode"):]
     assert args[args.index("--slot-uid") + 1] == "200003" and args[args.index("--supervisor-uid") + 1] == "200515"
     assert "--unshare-cgroup-try" not in cmd           # the zygote unshares it after joining the slot's cgroups
+    assert "--fork-servers" not in args
+
+
+def test_fork_servers_are_named_to_the_zygote_by_the_host_as_root_only():
+    config = ProcessSandboxConfig(bwrap="bwrap", base_uid=200_000)
+    servers = {"ruby": ("ruby", "{runtime}/fork_server.rb")}
+    cmd = bwrap_command(config, 0, [], True, [(7, "zygote.py")], servers)
+    named = json.loads(cmd[cmd.index("--fork-servers") + 1])
+    assert named == {"ruby": ["ruby", f"{RUNTIME_IN_SANDBOX}/fork_server.rb"]}
+    assert "--fork-servers" not in bwrap_command(config, 0, [], False, [(7, "zygote.py")], servers)   # user namespace

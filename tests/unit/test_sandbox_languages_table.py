@@ -46,6 +46,7 @@ def test_a_minimal_spec_is_an_interpreted_language_with_no_floors():
     ({**MINIMAL, "min_open_files": -1}, "min_open_files must be a non-negative integer"),
     ({**MINIMAL, "min_processes": "64"}, "min_processes must be a non-negative integer"),
     ({**MINIMAL, "min_memory_mb": True}, "min_memory_mb must be a non-negative integer"),
+    ({**MINIMAL, "fork_server": "x {runtime}/x_server"}, "fork_server must be a list of strings"),
     ("run = x", "expected a table of settings"),
 ])
 def test_a_malformed_spec_says_what_is_wrong(spec, message):
@@ -84,6 +85,18 @@ def test_the_floors_are_applied_to_the_wire_limits_and_never_lower_a_request():
     wire = build_wire(ExecutionRequest(code="print(1)", style=Style.STDIO, language="python", cases=case,
                                        limits=tight), BUILTIN_LANGUAGES["python"]).public["limits"]
     assert (wire["memory_mb"], wire["max_processes"], wire["open_files"]) == (64, 4, 16)
+
+
+def test_a_fork_server_is_declared_as_data_and_named_on_the_wire_only_by_a_flag():
+    ruby = BUILTIN_LANGUAGES["ruby"]
+    assert ruby.fork_server == ("ruby", "{runtime}/fork_server.rb") and ruby.run == ("ruby", "main.rb")
+    assert BUILTIN_LANGUAGES["php"].fork_server == ("php", "{runtime}/fork_server.php")
+    assert not BUILTIN_LANGUAGES["python"].fork_server and not BUILTIN_LANGUAGES["cpp"].fork_server
+    case = (Case(stdin="", expected_stdout=""),)
+    wire = build_wire(ExecutionRequest(code="puts 1", style=Style.STDIO, language="ruby", cases=case), ruby)
+    assert wire.public["language"]["fork_server"] is True       # never an argv: the zygote has the host's
+    assert "fork_server.rb" not in str(wire.public)
+    assert language_from_spec("x", MINIMAL).fork_server == ()
 
 
 # -- names and aliases ---------------------------------------------------------------------------------

