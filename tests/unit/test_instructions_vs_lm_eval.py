@@ -107,3 +107,16 @@ def test_loose_agrees_with_the_peer(peer, ours, response):
 def test_hand_picked_responses_agree(peer, ours, response):
     assert grade(ours, response, ENGLISH_TOOLS, "strict") == peer.strict(IDS, KWARGS, response)
     assert grade(ours, response, ENGLISH_TOOLS, "loose") == peer.loose(IDS, KWARGS, response)
+
+
+def test_the_bench_corpus_agrees_strict_and_loose(peer):
+    """``make bench-tasks``'s rows, scored through the task (its fast tools and per-reference cache)."""
+    from bench.bench_tasks_instructions import make_rows
+    from reward_service.tasks.ifeval_task import IfevalTask
+
+    for mode, theirs in (("strict", peer.strict), ("loose", peer.loose)):
+        task = IfevalTask(mode=mode)
+        for reference, response in make_rows(300, 0):
+            ours = list(task.score(response, reference).components.values())
+            assert ours == [float(ok) for ok in theirs(reference["instruction_id_list"], reference["kwargs"],
+                                                           response)], (mode, reference, response)

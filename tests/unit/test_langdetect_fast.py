@@ -13,7 +13,7 @@ pytest.importorskip("numpy")
 from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory  # noqa: E402
 from langdetect.lang_detect_exception import LangDetectException  # noqa: E402
 
-from reward_service.tasks.langdetect_fast import FastDetector, _Draws  # noqa: E402
+from reward_service.tasks.langdetect_fast import FastDetector, _Stream  # noqa: E402
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog, and NASA said so in the USA.",
@@ -76,12 +76,55 @@ def test_text_with_no_features_raises_as_langdetect_does() -> None:
         assert _theirs(text) is None and _ours(text) is None
 
 
-def test_bulk_draws_are_the_choices_and_leave_the_generator_where_choice_would() -> None:
+def test_the_stream_gives_the_generators_own_choices_and_gaussians_in_order() -> None:
     np = pytest.importorskip("numpy")
-    for n in (1, 2, 3, 7, 100, 1000, 70001):
-        ours, theirs = random.Random(n), random.Random(n)
-        draws = _Draws(ours, n, np)
-        taken = [int(x) for x in draws.take(1)] + [int(x) for k in range(300) for x in draws.take(5)]
-        draws.settle()
-        assert taken == [theirs.choice(range(n)) for _ in range(len(taken))]
-        assert ours.random() == theirs.random()
+    openings: dict[int, object] = {}
+    for n in (1, 2, 3, 7, 100, 1000, 70001, 8, 70002):  # seeds 0-2 reused: later streams start from kept words
+        stream, theirs = _Stream(n % 3, n, np, openings), random.Random(n % 3)
+        ours, expected = [], []
+        for step in range(40):  # gaussians between runs of choices, runs of every length, some drawn twice
+            ours.append(stream.gauss())
+            expected.append(theirs.gauss(0.0, 1.0))
+            looked = stream.choices(step * 37 % 300 + 1)
+            used = step * 11 % len(looked) + 1
+            stream.consume(used)
+            ours.extend(int(x) for x in looked[:used])
+            expected.extend(theirs.choice(range(n)) for _ in range(used))
+        assert ours == expected
+
+
+def test_long_texts_the_language_and_probabilities_equal_langdetects() -> None:
+    """Paragraphs like the bench's (several hundred words, several trials past the first step of draws)."""
+    rng = random.Random(3)
+    words = "the cat sat on a mat while NASA and the USA le chat est sur la table der Hund".split()
+    for _ in range(8):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(50, 400)))
+        assert _ours(text) == _theirs(text)
+
+
+@pytest.mark.parametrize("step", [6, 7, 11])
+def test_draws_gathered_a_few_at_a_time_give_the_same_answer(step: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import reward_service.tasks.langdetect_fast as fast
+
+    monkeypatch.setattr(fast, "DRAWS_PER_STEP", step)
+    for text in TEXTS[:14] + _random_texts(10, 11):
+        assert _ours(text) == _theirs(text)
+
+
+def test_answers_kept_per_ngram_sequence_are_langdetects_for_each_text() -> None:
+    """IFEval's loose variants (first or last line dropped, ``*`` removed) often share an n-gram sequence
+    and so an answer, worked out once; each text's answer is still langdetect's own."""
+    from bench.bench_tasks_instructions import make_rows
+    from reward_service.verifiers.instructions.grading import response_variants
+
+    fast = FastDetector(_factory())
+    worked: list[int] = []
+    probabilities = fast.probabilities
+    fast.probabilities = lambda ngrams, *rest: worked.append(1) or probabilities(ngrams, *rest)  # type: ignore
+    texts = 0
+    for _, response in make_rows(12, 5):
+        variants = {text for text in response_variants(response, "loose") if _theirs(text) is not None}
+        texts += len(variants)
+        for text in variants:
+            assert fast.detect(text) == _theirs(text)[0]
+    assert 0 < len(worked) < texts

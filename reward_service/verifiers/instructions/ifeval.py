@@ -8,7 +8,6 @@ known differences from the reference: ``docs/tasks.md``, section "Instruction fo
 
 from __future__ import annotations
 
-import collections
 import json
 import re
 from collections.abc import Callable
@@ -70,7 +69,7 @@ def keywords_letter_frequency(a: Args) -> Check:
         raise_bad(a, "letter must be one (non-space) character")
     letter = letter.lower()
     frequency, relation = a.integer("let_frequency", minimum=0), a.relation("let_relation")
-    return lambda text, tools: compare(collections.Counter(text.lower())[letter], relation, frequency)
+    return lambda text, tools: compare(text.lower().count(letter), relation, frequency)  # one character
 
 
 def language_response_language(a: Args) -> Check:
@@ -228,7 +227,7 @@ def startend_end_checker(a: Args) -> Check:
 
 def change_case_capital_word_frequency(a: Args) -> Check:
     frequency, relation = a.integer("capital_frequency"), a.relation("capital_relation")
-    return lambda text, tools: compare(sum(1 for w in tools.word_tokenize(text) if w.isupper()), relation, frequency)
+    return lambda text, tools: compare(tools.capital_words(text), relation, frequency)
 
 
 def change_case_english_capital(a: Args) -> Check:
