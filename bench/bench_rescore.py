@@ -81,7 +81,7 @@ def timed_rescore(source: EngineSource, in_path: Path, out_path: Path) -> float:
                               epsilon=1e-6, examples=3, fail_on_flip=False, quiet=True)
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        rescore(args, source)
+        rescore(args, source, source.scorer.answer_from_cache)  # as ``reward-service rescore`` in-process
     return time.perf_counter() - start
 
 

@@ -63,9 +63,12 @@ def _server_config(args: argparse.Namespace) -> ServerConfig:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from reward_service.router.server import serve
-
-    serve(dataclasses.replace(_server_config(args), security=server_security_from_args(args)))
+    config = dataclasses.replace(_server_config(args), security=server_security_from_args(args))
+    if config.serve_environments:  # episodes sit above the router: their package adds them to its server
+        from reward_service.environments.hosting import serve
+    else:
+        from reward_service.router.server import serve
+    serve(config)
     return 0
 
 
@@ -189,10 +192,46 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+class _RescoreEngine:
+    """The in-process engine of ``rescore``, started on first use (a bad input line stops the run before):
+    its reward cache answers what it holds, the rest is scored."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args = args
+        self._scorer = None
+
+    def _engine(self):
+        if self._scorer is None:
+            from reward_service.router.scoring import Scorer
+
+            self._scorer = Scorer(_server_config(self._args).scorer)
+        return self._scorer
+
+    def answer_from_cache(self, rollouts: list[Rollout]) -> list:
+        return self._engine().answer_from_cache(rollouts)
+
+    def score(self, rollouts: list[Rollout], args: argparse.Namespace, bar: tqdm):
+        scorer = self._engine()
+        for start in range(0, len(rollouts), SCORE_CHUNK):
+            chunk = rollouts[start:start + SCORE_CHUNK]
+            yield from scorer.score(chunk).results
+            bar.update(len(chunk))
+
+    def close(self) -> None:
+        if self._scorer is not None:
+            self._scorer.close()
+
+
 def cmd_rescore(args: argparse.Namespace) -> int:
     from reward_service.rescore import rescore
 
-    return rescore(args, _score_remote if args.endpoint else _score_in_process)
+    if args.endpoint:
+        return rescore(args, _score_remote)
+    engine = _RescoreEngine(args)
+    try:
+        return rescore(args, engine.score, engine.answer_from_cache)
+    finally:
+        engine.close()
 
 
 def cmd_make_data(args: argparse.Namespace) -> int:

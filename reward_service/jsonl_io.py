@@ -103,21 +103,30 @@ def write_results(out: TextIO, results: Iterable[RolloutResult], inputs: Sequenc
     With ``inputs`` (the rollouts, in the results' order), each line also holds its rollout's fields
     (completion, reference, prompt, metadata, group id): a file ``reward-service rescore`` can re-score.
     """
+    def lines() -> Iterator[bytes]:
+        for n, r in enumerate(results):
+            line = r.to_dict()
+            if inputs is not None:  # the rollout's fields, then the result's (which win): {**rollout, **result}
+                line, result_fields = inputs[n].to_dict(), line
+                line.update(result_fields)
+            yield dump_line(line)
+
+    return write_lines(out, lines())
+
+
+def write_lines(out: TextIO, lines: Iterable[bytes]) -> int:
+    """Writes lines ``dump_line`` made, ``WRITE_LINES`` at a time; returns how many were written."""
     buffer = _utf8_buffer(out)
     write = buffer.write if buffer is not None else lambda data: out.write(data.decode("utf-8"))
     n = 0
-    lines: list[bytes] = []
-    for r in results:
-        line = r.to_dict()
-        if inputs is not None:  # the rollout's fields, then the result's (which win): {**rollout, **result}
-            line, result_fields = inputs[n].to_dict(), line
-            line.update(result_fields)
-        lines.append(dump_line(line))
+    chunk: list[bytes] = []
+    for line in lines:
+        chunk.append(line)
         n += 1
-        if len(lines) == WRITE_LINES:
-            write(b"".join(lines))
-            lines.clear()
-    write(b"".join(lines))
+        if len(chunk) == WRITE_LINES:
+            write(b"".join(chunk))
+            chunk.clear()
+    write(b"".join(chunk))
     out.flush()
     return n
 

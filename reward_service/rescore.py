@@ -11,7 +11,8 @@ output has the same lines re-scored, inputs kept, each stamped with its verifier
 report (stdout) counts, per task, the rollouts whose score rose or fell by more than ``--epsilon``,
 that went from scored to unscored or back, or changed status only, with a few ids of each, and says
 whether the task's verifier version changed (a flip under an unchanged version means the verifier is
-not deterministic).
+not deterministic). In-process, the engine's reward cache answers first: a rollout whose outcome it holds
+gets its result line's fields straight from it (no request, no result object); only the rest is scored.
 
 One output never mixes verifier versions of one task: when the old lines of a task carry several
 versions (a file pieced together from runs), or the new results do (replicas of different builds
@@ -34,7 +35,7 @@ from typing import Any, NamedTuple
 from tqdm import tqdm
 
 from reward_core.contract import InvalidRollout, Rollout, RolloutResult, RolloutStatus
-from reward_service.jsonl_io import JsonlError, atomic_text_file, parse_line, read_rollouts, write_results
+from reward_service.jsonl_io import JsonlError, atomic_text_file, dump_line, parse_line, read_rollouts, write_lines
 
 #: Score changes at most this large are not flips (floating-point noise of a weighted sum).
 DEFAULT_EPSILON = 1e-6
@@ -51,7 +52,8 @@ class MixedVersions(ValueError):
 
 
 class OldResult(NamedTuple):
-    """What a stored line says about one rollout's earlier verdict (a tuple: a file holds many)."""
+    """What a stored line says about one rollout's earlier verdict (a tuple: a file holds many); also a verdict
+    the reward cache gave again (what the flip report reads of a RolloutResult)."""
 
     id: str
     task: str
@@ -85,8 +87,10 @@ class TaskFlips:
         return self.old_versions != self.new_versions
 
 
-def classify(old: OldResult, new: RolloutResult, epsilon: float = DEFAULT_EPSILON) -> str | None:
+def classify(old: OldResult, new: RolloutResult | OldResult, epsilon: float = DEFAULT_EPSILON) -> str | None:
     """The kind of change from ``old`` to ``new`` (one of FLIP_KINDS), or None when unchanged."""
+    if old.status is new.status and old.score == new.score:  # most re-scored rollouts: nothing to classify
+        return None
     was_scored, is_scored = old.status.scored, new.status.scored
     if was_scored != is_scored:
         return "scored_to_unscored" if was_scored else "unscored_to_scored"
@@ -97,7 +101,7 @@ def classify(old: OldResult, new: RolloutResult, epsilon: float = DEFAULT_EPSILO
     return "status_changed" if old.status != new.status else None
 
 
-def flip_report(pairs: Iterable[tuple[OldResult, RolloutResult]], epsilon: float = DEFAULT_EPSILON,
+def flip_report(pairs: Iterable[tuple[OldResult, RolloutResult | OldResult]], epsilon: float = DEFAULT_EPSILON,
                 examples: int = DEFAULT_EXAMPLES) -> dict[str, TaskFlips]:
     """Task -> its flips, over (old, new) pairs of the same rollouts. Pure: no I/O."""
     report: dict[str, TaskFlips] = {}
@@ -226,6 +230,9 @@ def read_scored(path: str | Path, rollouts_path: str | Path | None = None,
 
 
 Scorer = Callable[[list[Rollout], argparse.Namespace, tqdm], Iterator[RolloutResult]]
+#: An in-process engine's reward cache, asked before scoring: per rollout, the fields of its result line as
+#: ``RolloutResult.to_dict()`` writes them (the rollout's id, task and group id aside), or None to score it.
+CacheAnswers = Callable[[list[Rollout]], list["dict[str, Any] | None"]]
 
 
 @contextlib.contextmanager
@@ -244,28 +251,57 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def rescore(args: argparse.Namespace, score: Scorer) -> int:
-    """The ``rescore`` command: ``score`` is the CLI's in-process or remote scoring generator."""
+def rescore(args: argparse.Namespace, score: Scorer, cached: CacheAnswers | None = None) -> int:
+    """The ``rescore`` command: ``score`` is the CLI's in-process or remote scoring generator; ``cached``, an
+    in-process engine's reward cache, answers what it holds first (only the rest goes to ``score``)."""
     with gc_paused():
-        return _rescore(args, score)
+        return _rescore(args, score, cached)
 
 
-def _rescore(args: argparse.Namespace, score: Scorer) -> int:
+def _rescore(args: argparse.Namespace, score: Scorer, cached: CacheAnswers | None) -> int:
     pairs = read_scored(args.in_path, args.rollouts, args.task or "")
     rollouts = [rollout for rollout, _ in pairs]
     old = [result for _, result in pairs]
+    del pairs
     _refuse_mixed(mixed_versions(old), f"the old results in {args.in_path}", args.force)
     with tqdm(total=len(rollouts), unit="rollout", desc="re-scoring", disable=args.quiet) as bar:
-        new = list(score(rollouts, args, bar))
+        lines, new = _new_results(rollouts, args, score, cached, bar)
     _refuse_mixed(mixed_versions(new), "the new results (replicas of different builds behind --endpoint?)",
                   args.force)
     with atomic_text_file(args.out_path) as out:
-        write_results(out, new, rollouts)
+        write_lines(out, (dump_line(line) for line in lines))
     report = flip_report(zip(old, new), args.epsilon, args.examples)
     print(format_report(report))
     changed = sum(f.flips for f in report.values())
     print(f"re-scored {len(new)} rollouts -> {args.out_path}; {changed} changed", file=sys.stderr)
     return 1 if args.fail_on_flip and changed else 0
+
+
+def _new_results(rollouts: list[Rollout], args: argparse.Namespace, score: Scorer, cached: CacheAnswers | None,
+                 bar: tqdm) -> tuple[list[dict[str, Any]], list[OldResult | RolloutResult]]:
+    """Each rollout's output line (its fields, then its new result's: ``{**rollout, **result}``) and its new
+    verdict, in order: from the cache where it answers, from ``score`` for the rest."""
+    answers = cached(rollouts) if cached is not None else [None] * len(rollouts)
+    misses = [rollout for rollout, answer in zip(rollouts, answers) if answer is None]
+    bar.update(len(rollouts) - len(misses))
+    scored = list(score(misses, args, bar)) if misses else []
+    if len(scored) != len(misses):
+        raise RuntimeError(f"the scorer answered {len(scored)} of {len(misses)} rollouts: nothing written")
+    fresh = iter(scored)
+    lines: list[dict[str, Any]] = []
+    new: list[OldResult | RolloutResult] = []
+    for rollout, answer in zip(rollouts, answers):
+        line = rollout.to_dict()
+        if answer is None:
+            result = next(fresh)
+            line.update(result.to_dict())
+            new.append(result)
+        else:  # the cache's answer: the verdict the flip report needs, no result object
+            line.update(answer)
+            new.append(OldResult(rollout.id, rollout.task, _STATUS_BY_NAME[answer["status"]], answer["score"],
+                                 answer.get("verifier_version", "")))
+        lines.append(line)
+    return lines, new
 
 
 def add_rescore_arguments(parser: argparse.ArgumentParser) -> None:

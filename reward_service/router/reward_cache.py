@@ -13,8 +13,9 @@ a remote model) are stored: a TIMEOUT, ERROR or UNAVAILABLE is retried next time
 Bounded: in memory, least recently used entries go past ``max_entries`` or ``max_bytes`` (the
 serialized outcome's size plus a fixed overhead per entry). With ``path``, also an SQLite file
 (stdlib ``sqlite3``, WAL mode) that several replicas on one machine or volume can share: a memory
-miss reads it, and stored outcomes are written to it in batches by a background thread (``flush()``
-waits for them). The file keeps at most ``max_disk_entries`` rows, the oldest written deleted first.
+miss reads it (``get_many``: hundreds of keys a query), and stored outcomes are written to it in
+batches by a background thread (``flush()`` waits for them). The file keeps at most
+``max_disk_entries`` rows, the oldest written deleted first.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from reward_core.contract import Rollout, RolloutStatus, StepScore
 from reward_service.task_api import TaskOutcome
 
@@ -43,8 +46,13 @@ KEY_FORMAT = "reward-cache/2"  # 2: references and metadata as canonical_json
 ENTRY_OVERHEAD_BYTES = 200
 #: Most rows one background write puts into the SQLite file in one transaction.
 WRITE_BATCH = 512
+#: Most keys one query reads from the SQLite file (``get_many``; SQLite allows 32,766 parameters).
+READ_BATCH = 500
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(TaskOutcome))
+_FIELD_SET = frozenset(_FIELDS)
+#: An empty part of a key: its length (0), and no bytes.
+_EMPTY_PART = bytes(8)
 
 
 def cache_key(rollout: Rollout, version: str, ignores: frozenset[str] = frozenset(),
@@ -55,12 +63,16 @@ def cache_key(rollout: Rollout, version: str, ignores: frozenset[str] = frozense
     which the caller may pass when it has it already.
     """
     task, completion, reference, prompt, metadata = dedup_key or rollout.dedup_key()
-    chunks = [_key_prefix(task, version)]
+    digest = hashlib.sha256(_key_prefix(task, version))
     for part in (reference, completion, "" if "prompt" in ignores else prompt,
                  "" if "metadata" in ignores else metadata):
-        data = part.encode("utf-8", "surrogatepass")
-        chunks += (len(data).to_bytes(8, "big"), data)
-    return hashlib.sha256(b"".join(chunks)).digest()
+        if part:
+            data = part.encode("utf-8", "surrogatepass")
+            digest.update(len(data).to_bytes(8, "big"))
+            digest.update(data)
+        else:
+            digest.update(_EMPTY_PART)
+    return digest.digest()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -91,14 +103,28 @@ def encode_outcome(outcome: TaskOutcome) -> str:
 def decode_outcome(text: str) -> TaskOutcome | None:
     """The outcome ``encode_outcome`` wrote; None when it does not fit this version's TaskOutcome."""
     try:
-        data = json.loads(text)
-        if set(data) != set(_FIELDS):
+        data = _loads(text)
+        if type(data) is not dict or data.keys() != _FIELD_SET:
             return None
         data["status"] = RolloutStatus(data["status"])
         data["steps"] = tuple(StepScore(**step) for step in data["steps"])
         return TaskOutcome(**data)
     except (ValueError, TypeError, KeyError):
         return None
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)`` for what ``encode_outcome`` wrote, with orjson where the two agree: not on NaN or
+    infinities (orjson reads none) nor on integers past 64 bits (orjson reads a float) in the score or components."""
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+    if type(data) is dict:
+        numbers = [data.get("score"), *(data.get("components") or {}).values()]
+        if any(type(n) is float and not -2.0**63 < n < 2.0**63 for n in numbers):
+            return json.loads(text)
+    return data
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +159,21 @@ class _Store:
         with self._lock:
             row = self._db.execute("SELECT value FROM rewards WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
+
+    def empty(self) -> bool:
+        """Whether the file holds no row (those still queued for writing not counted)."""
+        with self._lock:
+            return self._db.execute("SELECT NOT EXISTS (SELECT 1 FROM rewards)").fetchone()[0] == 1
+
+    def get_many(self, keys: list[bytes]) -> dict[bytes, str]:
+        """The stored values of those of ``keys`` the file holds, read ``READ_BATCH`` keys a query."""
+        found: dict[bytes, str] = {}
+        for start in range(0, len(keys), READ_BATCH):
+            batch = keys[start:start + READ_BATCH]
+            query = f"SELECT key, value FROM rewards WHERE key IN ({','.join('?' * len(batch))})"
+            with self._lock:
+                found.update(self._db.execute(query, batch).fetchall())
+        return found
 
     def put(self, key: bytes, value: str) -> None:
         self._writes.put((key, value))
@@ -229,6 +270,35 @@ class RewardCache:
             else:
                 self._hits += 1
         return outcome
+
+    @property
+    def empty(self) -> bool:
+        """Whether no lookup can hit now: nothing in memory, and no file behind it (or an empty one)."""
+        return not self._memory and (self._store is None or self._store.empty())
+
+    def get_many(self, keys: list[bytes]) -> list[TaskOutcome | None]:
+        """``get`` of each key, in order (each counted as a hit or a miss), the file read in a few queries."""
+        memory = self._memory
+        with self._lock:
+            found = [memory.get(key) for key in keys]
+            hits = [key for key, entry in zip(keys, found) if entry is not None]
+            for key in hits:
+                memory.move_to_end(key)
+        outcomes: list[TaskOutcome | None] = [entry[0] if entry is not None else None for entry in found]
+        missing = [i for i, outcome in enumerate(outcomes) if outcome is None]
+        if missing and self._store is not None:
+            stored = self._store.get_many([keys[i] for i in missing])
+            for i in missing:
+                text = stored.get(keys[i])
+                outcome = decode_outcome(text) if text is not None else None
+                if outcome is not None:
+                    self._remember(keys[i], outcome, len(text))  # type: ignore[arg-type]
+                    outcomes[i] = outcome
+        with self._lock:
+            found_now = sum(outcome is not None for outcome in outcomes)
+            self._hits += found_now
+            self._misses += len(keys) - found_now
+        return outcomes
 
     def put(self, key: bytes, outcome: TaskOutcome) -> bool:
         """Stores a scored outcome; an unscored one (or a non-finite score) is not stored. Returns whether stored."""

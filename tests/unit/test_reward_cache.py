@@ -112,3 +112,39 @@ def test_the_sqlite_file_outlives_the_cache_and_keeps_its_row_bound(tmp_path):
         assert found == list(range(7, 12))
     finally:
         reopened.close()
+
+
+def test_get_many_answers_each_key_in_order_from_memory_and_the_file(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    writer = RewardCache(path=path)
+    writer.put(key(1), RIGHT)
+    writer.put(key(3), TaskOutcome(0.0, RolloutStatus.NO_ANSWER, detail="nothing"))
+    writer.close()
+    reader = RewardCache(path=path)
+    try:
+        reader.put(key(2), RIGHT)  # in memory only
+        keys = [key(i) for i in range(5)]
+        assert reader.get_many(keys) == [None, RIGHT, RIGHT, TaskOutcome(0.0, RolloutStatus.NO_ANSWER,
+                                                                         detail="nothing"), None]
+        assert (reader.stats().hits, reader.stats().misses) == (3, 2)
+        assert reader.get(key(1)) == RIGHT and reader.stats().entries == 3  # the file's answers now in memory
+    finally:
+        reader.close()
+
+
+def test_an_empty_cache_says_so_until_an_outcome_is_stored(tmp_path):
+    memory, on_disk = RewardCache(), RewardCache(path=tmp_path / "cache.sqlite")
+    try:
+        assert memory.empty and on_disk.empty
+        memory.put(key(1), RIGHT)
+        on_disk.put(key(1), RIGHT)
+        on_disk.flush()
+        assert not memory.empty and not on_disk.empty
+    finally:
+        on_disk.close()
+
+
+def test_a_stored_integer_past_64_bits_reads_back_exact():
+    outcome = TaskOutcome(2**70, components={"a": 2**70})
+    assert decode_outcome(encode_outcome(outcome)) == outcome
+    assert type(decode_outcome(encode_outcome(outcome)).score) is int
