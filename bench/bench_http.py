@@ -16,10 +16,15 @@ A real reward server (``reward-service serve``, 2 workers) and the door (uvicorn
 their own process; the figures are the median of 3 interleaved repeats (the machine is
 shared and noisy). Every answer is checked against the known gold (reward 1 iff the answer
 is the gold). The door's micro-batcher counters (``batches_sent``/``items_sent``) are read
-from a bench-only route the door process adds.
+from a bench-only route the door process adds. CPU per call is read for the door, this process (the
+load generator: it shares the cores) and the reward server with its workers. Every run (the gRPC batch
+and each adapter, in every repeat) sends rollouts of the same distribution that the server has not seen
+(a new seed, written into the prompt), as a training step does, so the reward cache answers none of them
+on either side; ``--reward-cache-entries 0`` turns the cache off as well.
 
     make bench-http
     .venv/bin/python bench/bench_http.py --calls 256 --repeats 1     # a quick look
+    .venv/bin/python bench/bench_http.py --only '/slime/{reward}' --profile-door /tmp/door.prof
 """
 
 from __future__ import annotations
@@ -66,7 +71,8 @@ def gsm8k_samples(n: int, seed: int = 0) -> list[Sample]:
         a, b, c = rng.randint(10, 99), rng.randint(2, 9), rng.randint(1, 50)
         gold = a * b + c
         answer = gold if rng.random() < 0.5 else gold + rng.choice([-10, -1, 1, 2, 100])
-        prompt = f"Ann buys {b} boxes of {a} pens and finds {c} more. How many pens does she have?"
+        # The seed in the prompt makes every run's rollouts new to the server's reward cache (see main).
+        prompt = f"[{seed}] Ann buys {b} boxes of {a} pens and finds {c} more. How many pens does she have?"
         completion = f"{b} * {a} = {a * b}, and {a * b} + {c} = {answer}.\n#### {answer}"
         out.append(Sample(f"s{k}", prompt, completion, str(gold), float(answer == gold), f"print({a} * {b} + {c})"))
     return out
@@ -135,8 +141,9 @@ def registered_templates() -> set[str]:
     return {getattr(r, "path", "") for r in create_app(DoorConfig(UpstreamConfig("127.0.0.1:9"))).routes}
 
 
-def serve_door(upstream: str, port: int) -> None:
-    """The door process: every registered adapter plus ``GET /bench/batcher`` (the counters)."""
+def serve_door(upstream: str, port: int, profile: str = "") -> None:
+    """The door process: every registered adapter plus ``GET /bench/batcher`` (the counters);
+    ``profile``: a path to write the door's cProfile statistics to when it stops."""
     import uvicorn
     from starlette.requests import Request
     from starlette.responses import JSONResponse
@@ -154,7 +161,16 @@ def serve_door(upstream: str, port: int) -> None:
         return [Route("/bench/batcher", stats, methods=["GET"])]
 
     app = create_app(DoorConfig(UpstreamConfig(upstream)), adapters=[*ALL_ADAPTERS, batcher_route])
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    if not profile:
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+        return
+    import cProfile
+
+    # uvicorn raises the SIGTERM it caught again once stopped: let that one pass, so the stats are written
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    with cProfile.Profile(time.process_time) as profiler:  # CPU time, not time waited
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    profiler.dump_stats(profile)
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -180,6 +196,19 @@ def wait_healthy(base: str, proc: subprocess.Popen, timeout_s: float = 120) -> N
     raise RuntimeError("the front door did not become healthy")
 
 
+def wait_serving(client: Any, proc: subprocess.Popen, timeout_s: float = 180) -> None:
+    """Returns once the reward server answers its health check SERVING (a refused connection
+    fails a first call at once, and the server takes seconds to start on a loaded machine)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("the reward server process exited")
+        if client.serving(timeout_s=5):
+            return
+        time.sleep(0.5)
+    raise RuntimeError("the reward server did not become SERVING")
+
+
 # --- measurements -------------------------------------------------------------------------------
 
 @dataclass
@@ -190,6 +219,7 @@ class Run:
     errors: list[str] = field(default_factory=list)
     door_cpu_s: float = 0.0    # CPU the door process spent during the run
     client_cpu_s: float = 0.0  # CPU this (client) process spent during the run
+    server_cpu_s: float = 0.0  # CPU the reward server and its workers spent during the run
 
     def pct(self, q: float) -> float:
         ordered = sorted(self.latencies)
@@ -250,12 +280,34 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measured_http_run(base: str, adapter: Adapter, samples: list[Sample], door_pid: int) -> Run:
-    door0, client0 = cpu_seconds(door_pid), time.process_time()
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU of process ``pid`` and of its live descendants (the reward server's workers)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            total += cpu_seconds(p)
+            for task in os.listdir(f"/proc/{p}/task"):
+                todo.extend(int(c) for c in open(f"/proc/{p}/task/{task}/children").read().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
+def measured_http_run(base: str, adapter: Adapter, samples: list[Sample], door_pid: int, server_pid: int) -> Run:
+    door0, client0, server0 = cpu_seconds(door_pid), time.process_time(), tree_cpu_seconds(server_pid)
     import uvloop
 
     run = uvloop.run(http_run(base, adapter, samples))
     run.door_cpu_s, run.client_cpu_s = cpu_seconds(door_pid) - door0, time.process_time() - client0
+    run.server_cpu_s = tree_cpu_seconds(server_pid) - server0
+    return run
+
+
+def measured_grpc_run(client: Any, samples: list[Sample], server_pid: int) -> Run:
+    server0, client0 = tree_cpu_seconds(server_pid), time.process_time()
+    run = grpc_run(client, samples)
+    run.server_cpu_s, run.client_cpu_s = tree_cpu_seconds(server_pid) - server0, time.process_time() - client0
     return run
 
 
@@ -273,7 +325,8 @@ def report(runs: dict[str, list[Run]], notes: dict[str, str], batched: dict[str,
     print(f"\n== {n} GSM8K rollouts: {CLIENTS} concurrent single-sample HTTP calls vs one gRPC batch "
           f"(median of {len(runs[peer])}; {os.cpu_count()} cores) ==")
     print(f"{'path':<26}{'rollouts/s':>11}{'p50 ms':>9}{'p99 ms':>9}{'HTTP/gRPC time':>16}"
-          f"{'wrong':>7}{'errors':>8}{'batches/items':>15}{'door CPU ms/call':>18}{'client CPU ms/call':>20}")
+          f"{'wrong':>7}{'errors':>8}{'batches/items':>15}{'door CPU ms/call':>18}{'client CPU ms/call':>20}"
+          f"{'server CPU ms/rollout':>23}")
     for label, rs in runs.items():
         tput = n / med(label, lambda r: r.seconds)
         ratio = "" if label == peer or notes.get(label) else f"{peer_tput / tput:.2f}x"
@@ -283,7 +336,8 @@ def report(runs: dict[str, list[Run]], notes: dict[str, str], batched: dict[str,
               f"{max(r.wrong for r in rs):>7}{max(len(r.errors) for r in rs):>8}"
               f"{'' if b is None else f'{b[0]}/{b[1]}':>15}"
               f"{'' if b is None else f'{1000 * med(label, lambda r: r.door_cpu_s) / n:.2f}':>18}"
-              f"{'' if b is None else f'{1000 * med(label, lambda r: r.client_cpu_s) / n:.2f}':>20}")
+              f"{1000 * med(label, lambda r: r.client_cpu_s) / n:>20.2f}"
+              f"{1000 * med(label, lambda r: r.server_cpu_s) / n:>23.2f}")
     for label, note in notes.items():
         print(f"note: {label}: {note}")
     for label, rs in runs.items():
@@ -298,45 +352,60 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=1024, help="rollouts (one per HTTP call)")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats; the median is reported")
     parser.add_argument("--workers", type=int, default=2, help="the reward server's verification workers")
+    parser.add_argument("--reward-cache-entries", type=int, default=None, metavar="N",
+                        help="the reward server's --reward-cache-entries (default: the server's own; 0: no cache, "
+                             "so every repeat verifies its rollouts again, as a training step's new rollouts are)")
+    parser.add_argument("--only", action="append", default=[], metavar="TEMPLATE",
+                        help="measure only this adapter's route template (repeatable), e.g. '/slime/{reward}'")
+    parser.add_argument("--profile-door", default="", metavar="PATH",
+                        help="run the door under cProfile and write its statistics to PATH (read with pstats)")
     parser.add_argument("--door", action="store_true", help=argparse.SUPPRESS)  # internal: run the door
     parser.add_argument("--upstream", default="", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.door:
-        serve_door(args.upstream, args.port)
+        serve_door(args.upstream, args.port, args.profile_door)
         return 0
 
     from trainer_client import RewardClient
 
     templates = registered_templates()
-    adapters = [a for a in ADAPTERS if a.template in templates]
+    adapters = [a for a in ADAPTERS if a.template in templates and (not args.only or a.template in args.only)]
     for a in ADAPTERS:
         if a.template not in templates:
             print(f"skipped {a.template}: no such adapter in reward_service/http_door/adapters.py yet")
-    samples = gsm8k_samples(args.calls)
     grpc_port, http_port = free_port(), free_port()
     server_cmd = [sys.executable, "-m", "reward_service", "--log-level", "WARNING", "serve", "--port", str(grpc_port),
                   "--workers", str(args.workers), "--max-rollouts-per-request", str(max(1024, args.calls))]
     if any(a.template == "/run_code" for a in adapters):
         server_cmd.append("--serve-sandbox")
+    if args.reward_cache_entries is not None:
+        server_cmd += ["--reward-cache-entries", str(args.reward_cache_entries)]
     server = subprocess.Popen(server_cmd)
     door = None
     try:
         upstream, base = f"127.0.0.1:{grpc_port}", f"http://127.0.0.1:{http_port}"
         door = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--door", "--upstream", upstream,
-                                 "--port", str(http_port)])
+                                 "--port", str(http_port), "--profile-door", args.profile_door])
         with RewardClient(upstream, timeout_s=300, chunk_size=max(1024, args.calls)) as client:
-            grpc_run(client, gsm8k_samples(64, seed=99))  # waits for the server; warms the workers
+            wait_serving(client, server)
+            grpc_run(client, gsm8k_samples(64, seed=99))  # warms the workers
             wait_healthy(base, door)
             for a in adapters:  # warm each route (connections, first-call imports)
                 asyncio.run(http_run(base, a, gsm8k_samples(64, seed=98)))
             runs: dict[str, list[Run]] = {"gRPC Score, one batch": []}
             batched: dict[str, tuple[int, int]] = {}
-            for _ in range(args.repeats):
-                runs["gRPC Score, one batch"].append(grpc_run(client, samples))
-                for a in adapters:
+            for repeat in range(args.repeats):
+                # Every run sends rollouts the server has not seen (same distribution, new seed), as a training
+                # step does: with the same rollouts, the reward cache would answer every run after the first.
+                seed = 1000 + 100 * repeat
+                runs["gRPC Score, one batch"].append(measured_grpc_run(client, gsm8k_samples(args.calls, seed),
+                                                                       server.pid))
+                for i, a in enumerate(adapters, start=1):
                     before = batcher(base)
-                    runs.setdefault(f"HTTP {a.template}", []).append(measured_http_run(base, a, samples, door.pid))
+                    fresh = gsm8k_samples(args.calls, seed + i)
+                    runs.setdefault(f"HTTP {a.template}", []).append(measured_http_run(base, a, fresh, door.pid,
+                                                                                             server.pid))
                     after = batcher(base)
                     batched[f"HTTP {a.template}"] = (after[0] - before[0], after[1] - before[1])
     finally:

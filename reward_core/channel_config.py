@@ -35,6 +35,7 @@ from reward_core.channel_security import ClientSecurity, open_aio_channel, open_
 SERVICE = "reward.v1.RewardService"
 SANDBOX_SERVICE = "reward.v1.SandboxService"
 REWARD_MODEL_SERVICE = "reward.v1.RewardModelService"
+ENVIRONMENT_SERVICE = "reward.v1.EnvironmentService"
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,15 @@ class EpisodeError(RuntimeError):
         self.status, self.retry_after_s = status, retry_after_s
 
 
+class EpisodeSpecError(EpisodeError):
+    """The request itself is unusable (an unknown environment, a split or index it lacks, a malformed row,
+    a deadline above the maximum): the caller's mistake, status ERROR. Doors answer it as a bad request
+    (gRPC INVALID_ARGUMENT, HTTP 400/404), never as a failure of the server."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EpisodeStatus.ERROR, message)
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """A tool an environment offers: its name, what it does, and its arguments as a JSON schema."""
@@ -181,6 +190,8 @@ class Trajectory:
 
     ``messages`` are OpenAI chat messages (assistant messages may carry ``tool_calls``; tool
     messages ``tool_call_id``). Gym's Responses output items are converted to this form by its door.
+    ``split``/``index`` name one of the environment's rows instead of ``row`` (as in :class:`EpisodeSpec`):
+    a door that opened its session by index (ORS ``score_group``) holds no row to send.
     """
 
     environment: str
@@ -188,6 +199,8 @@ class Trajectory:
     messages: Sequence[Mapping[str, Any]]
     id: str = ""
     seed: int = 0
+    split: str = ""
+    index: int = -1
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 import uvicorn
 from starlette.applications import Starlette
 
+from reward_core.episode_contract import EpisodeHost
+from reward_core.keep_alive import SERVER_KEEP_ALIVE_S
 from reward_service.http_door.app import create_app
 from reward_service.http_door.door import DoorConfig, RouteFactory
 from reward_service.http_door.upstream import UpstreamConfig
-from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
 
 
 @contextlib.contextmanager
@@ -29,10 +30,11 @@ def serve_app(reward_address: str, adapters: list[RouteFactory] | None = None, *
 
 
 @contextlib.contextmanager
-def serve_door_config(config: DoorConfig, adapters: list[RouteFactory] | None = None
-                      ) -> Iterator[tuple[str, Starlette]]:
-    """Serves the front door built from ``config``; yields ``(base URL, app)``."""
-    app = create_app(config, adapters)
+def serve_door_config(config: DoorConfig, adapters: list[RouteFactory] | None = None,
+                      episodes: EpisodeHost | None = None) -> Iterator[tuple[str, Starlette]]:
+    """Serves the front door built from ``config`` (``episodes``: its environments' host); yields
+    ``(base URL, app)``."""
+    app = create_app(config, adapters, episodes)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
                                             timeout_keep_alive=SERVER_KEEP_ALIVE_S))
     thread = threading.Thread(target=server.run, name="http-door", daemon=True)

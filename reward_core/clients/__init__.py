@@ -5,7 +5,9 @@
 * the reward-model service (``reward-service serve-rm``): :class:`RewardModelClient`,
   :class:`AsyncRewardModelClient` (:mod:`reward_core.clients.reward_model`);
 * the sandbox service (``python -m sandbox serve``): :class:`SandboxClient`,
-  :class:`AsyncSandboxClient` (:mod:`reward_core.clients.sandbox`).
+  :class:`AsyncSandboxClient` (:mod:`reward_core.clients.sandbox`);
+* the environment service (``reward-service serve --serve-environments``): :class:`EnvironmentClient`
+  (asyncio, an ``EpisodeHost``), :class:`BlockingEnvironmentClient` (:mod:`reward_core.clients.environment`).
 
 Each opens one channel with the core's factory (:class:`~reward_core.channel_config.ChannelConfig`:
 retries of UNAVAILABLE by gRPC's own retry policy, keepalive, message sizes, TLS and token) and
@@ -16,6 +18,7 @@ reward server that went away with no other replica is
 """
 
 from reward_core.clients.batching import GroupResult
+from reward_core.clients.environment import BlockingEnvironmentClient, EnvironmentClient
 from reward_core.clients.errors import ClientError, EndpointUnreachable, ServerUnavailable
 from reward_core.clients.reward import AsyncRewardClient, RewardClient
 from reward_core.clients.reward_model import AsyncRewardModelClient, RewardModelClient
@@ -25,8 +28,10 @@ __all__ = [
     "AsyncRewardClient",
     "AsyncRewardModelClient",
     "AsyncSandboxClient",
+    "BlockingEnvironmentClient",
     "ClientError",
     "EndpointUnreachable",
+    "EnvironmentClient",
     "GroupResult",
     "RewardClient",
     "RewardModelClient",

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from reward_service.http_door import classify, json_score, nemo_gym, openrlhf, sandbox_fusion, slime
+from reward_service.http_door import (
+    classify,
+    gym_env,
+    json_score,
+    nemo_gym,
+    openenv_door,
+    openrlhf,
+    ors,
+    sandbox_fusion,
+    slime,
+)
 from reward_service.http_door.door import RouteFactory
 
 ALL_ADAPTERS: list[RouteFactory] = [
@@ -12,4 +22,7 @@ ALL_ADAPTERS: list[RouteFactory] = [
     openrlhf.routes,
     slime.routes,
     classify.routes,
+    gym_env.routes,
+    openenv_door.routes,
+    ors.routes,  # last: its /{env}/... routes are matched after every fixed path
 ]

@@ -23,9 +23,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from reward_core.episode_contract import EpisodeHost
+from reward_service.http_door import gym_env
 from reward_service.http_door.adapters import ALL_ADAPTERS
 from reward_service.http_door.door import DoorConfig, FrontDoor, RouteFactory
 from reward_service.http_door.nemo_gym import root_routes
+from reward_service.http_door.routing import MatchCachingRouter
 from reward_service.http_door.upstream import Upstreams
 
 logger = logging.getLogger(__name__)
@@ -34,20 +37,27 @@ logger = logging.getLogger(__name__)
 OPEN_PATHS = ("/healthz", "/metrics", "/v1/ping")
 
 
-def create_app(config: DoorConfig, adapters: list[RouteFactory] | None = None) -> Starlette:
-    """The app with the given adapters' routes (default: every adapter)."""
-    door = FrontDoor(config)
+def create_app(config: DoorConfig, adapters: list[RouteFactory] | None = None,
+               episodes: EpisodeHost | None = None) -> Starlette:
+    """The app with the given adapters' routes (default: every adapter); ``episodes`` runs the
+    environment routes' sessions (ORS, Gym, OpenEnv; default: the upstream EnvironmentService's client)."""
+    door = FrontDoor(config, episodes=episodes)
     if adapters is None:
         adapters = ALL_ADAPTERS
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         door.upstreams = Upstreams(config.upstream)
+        if episodes is None:
+            door.episodes = door.upstreams.environments
         try:
             yield
         finally:
+            for release in door.on_shutdown:  # the adapters' open sessions
+                await release()
             await door.upstreams.close()
             door.upstreams = None
+            door.episodes = episodes
 
     async def healthz(_: Request) -> Response:
         states = await door.up.healthy()
@@ -64,9 +74,14 @@ def create_app(config: DoorConfig, adapters: list[RouteFactory] | None = None) -
         routes.extend(factory(door))
     if config.nemo_gym_reward:  # NeMo Gym calls /verify etc. at the root of a resources server
         routes.extend(root_routes(config.nemo_gym_reward)(door))
+    if config.nemo_gym_environment:  # a multi-turn environment there: /seed_session, /<tool>, /verify, /reset, /step
+        if config.nemo_gym_reward:
+            raise ValueError("--nemo-gym-reward and --nemo-gym-environment both serve NeMo Gym's root routes: give one")
+        routes.extend(gym_env.root_routes(config.nemo_gym_environment)(door))
 
     app = Starlette(routes=routes, lifespan=lifespan,
                     middleware=[Middleware(AuthAndMetrics, door=door, routes=routes, token=config.token)])
+    app.router = MatchCachingRouter(routes, lifespan=lifespan)  # Starlette's, each path's match remembered
     app.state.door = door
     return app
 
@@ -98,13 +113,24 @@ class AuthAndMetrics:
         return label
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and self.token:  # OpenEnv's /ws: the same token, refused before accept
+            header = dict(scope.get("headers") or ()).get(b"authorization", b"").decode("latin-1")
+            problem = _token_problem(header, self.token)
+            if problem:
+                logger.warning("refused websocket %s: %s", scope["path"], problem)
+                await receive()  # websocket.connect
+                await send({"type": "websocket.close", "code": 1008, "reason": problem[:120]})
+                return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
         label = self._label(scope)
         if self.token and not scope["path"].startswith(OPEN_PATHS):
-            header = dict(scope.get("headers") or ()).get(b"authorization", b"").decode("latin-1")
+            headers = dict(scope.get("headers") or ())
+            header = headers.get(b"authorization", b"").decode("latin-1")
+            if not header and headers.get(b"x-api-key"):  # the ORS client's carrier of its API key
+                header = "Bearer " + headers[b"x-api-key"].decode("latin-1")
             problem = _token_problem(header, self.token)
             if problem:
                 logger.warning("refused %s %s: %s", scope.get("method"), scope["path"], problem)
@@ -129,7 +155,8 @@ class AuthAndMetrics:
 def _token_problem(header: str, token: str) -> str:
     scheme, _, presented = header.partition(" ")
     if not header:
-        return "this server requires 'Authorization: Bearer <token>' and the call carried none"
+        return ("this server requires 'Authorization: Bearer <token>' (or 'X-API-Key: <token>') "
+                "and the call carried none")
     if scheme.lower() != "bearer" or not presented:
         return "the Authorization header is not 'Bearer <token>'"
     if not hmac.compare_digest(presented.strip().encode(), token.encode()):

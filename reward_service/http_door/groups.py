@@ -34,10 +34,10 @@ from reward_service.http_door.upstream import UpstreamError
 async def is_groupwise(door: FrontDoor, reward: str) -> bool:
     """Whether the reward server's task (or composite) ``reward`` is groupwise (False when unknown)."""
     try:
-        tasks = await door.up.tasks()
+        info = (await door.up.tasks_by_name()).get(reward)
     except grpc.aio.AioRpcError as exc:
         raise UpstreamError(exc.code(), exc.details() or exc.code().name) from None
-    return any(t.name == reward and t.groupwise for t in tasks)
+    return info is not None and info.groupwise
 
 
 def prompt_groups(rollouts: Sequence[Rollout]) -> list[Rollout]:
@@ -49,6 +49,16 @@ def prompt_groups(rollouts: Sequence[Rollout]) -> list[Rollout]:
         key = (rollout.prompt, json.dumps(rollout.reference, sort_keys=True, default=str))
         grouped.append(dataclasses.replace(rollout, group_id=f"g{first.setdefault(key, i)}"))
     return grouped
+
+
+def without_lone_groups(rollouts: Sequence[Rollout]) -> list[Rollout]:
+    """``rollouts`` with the group id of each row alone in its group cleared: a group of one says nothing
+    (its statistics are one score), and the reward server would count it as a group, zero-variance
+    (OpenRLHF's one-sample calls: every row)."""
+    sizes: dict[str, int] = {}
+    for rollout in rollouts:
+        sizes[rollout.group_id] = sizes.get(rollout.group_id, 0) + 1
+    return [dataclasses.replace(r, group_id="") if r.group_id and sizes[r.group_id] == 1 else r for r in rollouts]
 
 
 def lone_rows_refusal(rollouts: Sequence[Rollout], reward: str) -> Response | None:

@@ -276,7 +276,7 @@ def _handlers(door: FrontDoor, fixed_reward: str | None, default_unscored: Unsco
     async def reward_name(request: Request) -> str:
         name = fixed_reward or request.path_params["reward"]
         try:
-            known = {t.name for t in await door.up.tasks()}
+            known = await door.up.tasks_by_name()
         except grpc.aio.AioRpcError as exc:
             raise UpstreamError(exc.code(), exc.details() or exc.code().name) from None
         if name not in known and REWARD_ALIASES.get(name) in known:

@@ -60,7 +60,7 @@ from starlette.routing import BaseRoute, Route
 from reward_core.contract import InvalidRollout, Rollout, RolloutResult, RolloutStatus, normalize_reference
 from reward_service.http_door.door import FrontDoor
 from reward_service.http_door.errors import bad_request, error_response, retry_after_headers
-from reward_service.http_door.groups import is_groupwise, lone_rows_refusal, prompt_groups
+from reward_service.http_door.groups import is_groupwise, lone_rows_refusal, prompt_groups, without_lone_groups
 from reward_service.http_door.upstream import UpstreamError
 
 #: End-of-sequence text a ``skip_special_tokens=False`` decode leaves after the response.
@@ -187,7 +187,10 @@ async def score_rows(door: FrontDoor, rollouts: list[Rollout]) -> list[RolloutRe
         if chunks[-1] and len(chunks[-1]) + len(group) > size:
             chunks.append([])
         chunks[-1].extend(group)
-    answers = await asyncio.gather(*(door.up.score([rollouts[i] for i in chunk]) for chunk in chunks))
+    if len(chunks) == 1:  # the usual call (one sample): no task per chunk
+        answers = [await door.up.score([rollouts[i] for i in chunks[0]])]
+    else:
+        answers = await asyncio.gather(*(door.up.score([rollouts[i] for i in chunk]) for chunk in chunks))
     results: dict[int, RolloutResult] = {}
     for chunk, answer in zip(chunks, answers):
         results.update(zip(chunk, answer))
@@ -197,7 +200,7 @@ async def score_rows(door: FrontDoor, rollouts: list[Rollout]) -> list[RolloutRe
 async def known_reward(door: FrontDoor, reward: str) -> Response | None:
     """404 when the reward server has no task or composite ``reward`` (None when it has)."""
     try:
-        names = {t.name for t in await door.up.tasks()}
+        names = await door.up.tasks_by_name()
     except grpc.aio.AioRpcError as exc:
         return error_response(exc.code(), exc.details() or exc.code().name)
     if reward in names:
@@ -263,7 +266,7 @@ def routes(door: FrontDoor) -> list[BaseRoute]:
         rollouts = prompt_groups(rollouts)
         try:
             refused = lone_rows_refusal(rollouts, reward) if await is_groupwise(door, reward) else None
-            results = [] if refused else await score_rows(door, rollouts)
+            results = [] if refused else await score_rows(door, without_lone_groups(rollouts))
         except UpstreamError as exc:
             return error_response(exc.code, str(exc))
         return refused or unscored_answer(results, reward) or JSONResponse(rewards_body(results))

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 from reward_core.channel_security import ClientSecurity, read_token_file, token_from_env
 from reward_core.config_flags import nested
+from reward_core.keep_alive import SERVER_KEEP_ALIVE_S
 from reward_core.server_security import ServerSecurityConfig, check_bind_policy
 from reward_service.http_door.upstream import UpstreamConfig
-from reward_service.keep_alive import SERVER_KEEP_ALIVE_S
 
 if TYPE_CHECKING:  # the ASGI stack is imported only to serve (an extra: reward-suite[http])
     from reward_service.http_door.door import DoorConfig
@@ -44,11 +44,15 @@ class HttpServerConfig:
     port: int = field(default=8080, metadata={"help": "port to bind"})
     nemo_gym_reward: str = field(default="", metadata={
         "help": "also serve this reward as a NeMo Gym resources server at the root (/verify, /seed_session, ...)"})
+    nemo_gym_environment: str = field(default="", metadata={
+        "help": "or serve this environment as a multi-turn NeMo Gym resources server at the root (/seed_session, "
+                "/<tool>, /verify, /reset, /step)"})
 
     def door_config(self, token: str) -> DoorConfig:
         from reward_service.http_door.door import DoorConfig
 
-        return DoorConfig(self.upstream, token=token, nemo_gym_reward=self.nemo_gym_reward)
+        return DoorConfig(self.upstream, token=token, nemo_gym_reward=self.nemo_gym_reward,
+                          nemo_gym_environment=self.nemo_gym_environment)
 
 
 def resolved_door_config(config: HttpServerConfig, security: ServerSecurityConfig,
@@ -76,8 +80,9 @@ def serve_http(config: HttpServerConfig, security: ServerSecurityConfig) -> None
 
     app = create_app(resolved_door_config(config, security))
     upstream = config.upstream
-    logger.info("HTTP front door on %s:%d -> reward %s, sandbox %s, rm %s", config.host, config.port,
-                upstream.reward, upstream.sandbox or upstream.reward, upstream.rm or "(none)")
+    logger.info("HTTP front door on %s:%d -> reward %s, sandbox %s, rm %s, environments %s", config.host,
+                config.port, upstream.reward, upstream.sandbox or upstream.reward, upstream.rm or "(none)",
+                upstream.environments or upstream.reward)
     uvicorn.run(app, host=config.host, port=config.port, log_level="info", timeout_graceful_shutdown=10,
                 timeout_keep_alive=SERVER_KEEP_ALIVE_S,
                 ssl_certfile=security.tls_cert or None, ssl_keyfile=security.tls_key or None,

@@ -7,9 +7,10 @@ clients are used call for call (one HTTP call, one gRPC call: those servers batc
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -18,6 +19,7 @@ import grpc.aio
 from reward_core.channel_config import ChannelConfig
 from reward_core.channel_security import ClientSecurity
 from reward_core.clients import AsyncRewardClient, AsyncRewardModelClient, AsyncSandboxClient
+from reward_core.clients.environment import EnvironmentClient
 from reward_core.contract import Rollout, RolloutResult, ScoreBatchResult, TaskInfo
 from reward_core.micro_batch import MicroBatcher
 
@@ -41,6 +43,8 @@ class UpstreamConfig:
                                                       "flag": "upstream-timeout-s"})
     max_batch: int = field(default=256, metadata={"help": "rollouts per merged upstream Score call"})
     max_wait_ms: float = field(default=5.0, metadata={"help": "how long a merged batch waits for more calls"})
+    environments: str = field(default="", metadata={
+        "help": "host:port of the EnvironmentService behind the ORS, Gym and OpenEnv routes (default: --upstream)"})
     client_id: str = "http-door"     # the reward server's fair-share key for this front door
     security: ClientSecurity | None = None  # None: from the REWARD_SUITE_* environment
 
@@ -69,9 +73,14 @@ class Upstreams:
         self.sandbox_address = config.sandbox or config.reward
         self.sandbox = AsyncSandboxClient(self.sandbox_address, connect_timeout_s=None, **common)
         self.rm = AsyncRewardModelClient(config.rm, connect_timeout_s=None, **common) if config.rm else None
+        # One stream per episode: a session stays on the replica that opened it (door replicas need affinity).
+        self.environments = EnvironmentClient(config.environments or config.reward, connect_timeout_s=None,
+                                              **common)
         self.batcher: MicroBatcher[Rollout, RolloutResult] = MicroBatcher(
             self._score_now, max_items=config.max_batch, max_wait_s=config.max_wait_ms / 1000.0)
         self._tasks: list[TaskInfo] | None = None
+        self._tasks_by_name: dict[str, TaskInfo] = {}
+        self._tasks_fetch: asyncio.Task[list[TaskInfo]] | None = None
 
     async def score(self, rollouts: Sequence[Rollout]) -> list[RolloutResult]:
         """One result per rollout, in order; concurrent callers share merged Score calls.
@@ -80,6 +89,8 @@ class Upstreams:
         across callers and restores them. A caller's groups (``group_id``) stay its own: they are
         tagged with the call before they are merged, so two callers' ``g0`` never join one group.
         """
+        if not any(r.group_id for r in rollouts):  # nothing to tag (the usual one-sample call): no copies
+            return await self.batcher.submit(rollouts)
         call = uuid.uuid4().hex[:12]
         tagged = [dataclasses.replace(r, group_id=f"{call}/{r.group_id}") if r.group_id else r for r in rollouts]
         results = await self.batcher.submit(tagged)
@@ -112,10 +123,26 @@ class Upstreams:
             raise _upstream_error(exc) from None
 
     async def tasks(self) -> list[TaskInfo]:
-        """The reward server's tasks (asked once, then cached)."""
-        if self._tasks is None:
-            self._tasks = await self.reward.list_tasks()
-        return self._tasks
+        """The reward server's tasks (asked once, then cached; concurrent first callers share one
+        ``ListTasks`` call and its failure, and the next caller after a failure asks again)."""
+        if self._tasks is not None:
+            return self._tasks
+        if self._tasks_fetch is None:
+            self._tasks_fetch = asyncio.get_running_loop().create_task(self.reward.list_tasks())
+            self._tasks_fetch.add_done_callback(self._tasks_fetched)
+        return await asyncio.shield(self._tasks_fetch)  # a cancelled caller leaves the others' call alone
+
+    def _tasks_fetched(self, fetch: asyncio.Task[list[TaskInfo]]) -> None:
+        self._tasks_fetch = None
+        if not fetch.cancelled() and fetch.exception() is None:
+            self._tasks = fetch.result()
+
+    async def tasks_by_name(self) -> Mapping[str, TaskInfo]:
+        """:meth:`tasks` by name (one lookup per call instead of a scan of every task)."""
+        tasks = await self.tasks()
+        if len(self._tasks_by_name) != len(tasks):  # first use (a name is never listed twice)
+            self._tasks_by_name = {t.name: t for t in tasks}
+        return self._tasks_by_name
 
     async def healthy(self) -> dict[str, bool]:
         """SERVING or not, per upstream (health checks need no token)."""
@@ -125,6 +152,7 @@ class Upstreams:
         return {name: await client.serving(timeout_s=5) for name, client in clients.items()}
 
     async def close(self) -> None:
+        await self.environments.close_client()  # releases the sessions it still holds
         for client in (self.reward, self.sandbox, self.rm):
             if client is not None:
                 await client.close()

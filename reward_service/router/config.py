@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from reward_core.config_flags import nested
 from reward_core.grpc_common import DEFAULT_MAX_CALL_S, DEFAULT_MAX_CONNECTION_AGE_S, server_options
 from reward_core.server_security import ServerSecurityConfig
+from reward_service.router.environments_config import EnvironmentsConfig
 from reward_service.router.rewards_config import RewardsConfig, TaskEndpoints
 
 
@@ -102,6 +103,12 @@ class ServerConfig:
         "help": "clients reconnect (re-resolving DNS) after this long, so new replicas get traffic (0: never)"})
     serve_sandbox: bool = field(default=True, metadata={
         "help": "also serve reward.v1.SandboxService on this port, on the code task's executor"})
+    serve_environments: bool = field(default=False, metadata={
+        "help": "also serve reward.v1.EnvironmentService on this port: multi-turn tool-using episodes "
+                "(docs/environments.md; starts its own sandbox and calculator workers)"})
+    environments: EnvironmentsConfig = nested(EnvironmentsConfig, flag_prefix="env-", env_prefix="ENV_",
+                                              help="episodes (with --serve-environments): admission, deadlines, "
+                                                   "tools")
     exit_with_parent: bool = field(default=False, metadata={
         "help": "drain and exit when the process that started this server dies (an embedded server)"})
     strict_canaries: bool = field(default=False, metadata={

@@ -11,15 +11,17 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 
-from reward.v1 import reward_pb2, sandbox_pb2
+from reward.v1 import environment_pb2, reward_pb2, sandbox_pb2
 from reward_core.server_security import ServerSecurity, prepare
 from reward_core.server_shell import AioServerShell
 from reward_core.stop_signals import stop_on_signals, wait_until_set
 from reward_service.router.canary_check import CanaryFailure, failure_message
 from reward_service.router.code_executor import shared_sandbox_servicer
 from reward_service.router.config import ServerConfig
+from reward_service.router.hosted_services import HostContext, HostedService, ServiceAddOn
 from reward_service.router.metrics import RewardMetrics
 from reward_service.router.scoring import Scorer
 from reward_service.router.servicer import RewardServicer
@@ -30,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 SERVICE = reward_pb2.DESCRIPTOR.services_by_name["RewardService"]
 SANDBOX_SERVICE = sandbox_pb2.DESCRIPTOR.services_by_name["SandboxService"]
+ENVIRONMENT_SERVICE = environment_pb2.DESCRIPTOR.services_by_name["EnvironmentService"]
 SERVICE_NAME = SERVICE.full_name
 
 #: On shutdown, calls still waiting are handed back (partial results) this long before the
@@ -43,10 +46,14 @@ def task_health_name(task: str) -> str:
 
 
 class RewardServer:
-    """A started server: ``port`` is the bound port; ``stop()`` drains and shuts down."""
+    """A started server: ``port`` is the bound port; ``stop()`` drains and shuts down.
+
+    ``extra_services``: add-ons a layer above builds services from (``hosted_services``), served on
+    the same port; ``hosted`` holds what they built, in their order.
+    """
 
     def __init__(self, config: ServerConfig, scorer: Scorer, owns_scorer: bool,
-                 security: ServerSecurity | None = None) -> None:
+                 security: ServerSecurity | None = None, extra_services: Sequence[ServiceAddOn] = ()) -> None:
         self.config = config
         self.security = prepare(config.security, config.host) if security is None else security
         self.scorer = scorer
@@ -60,12 +67,23 @@ class RewardServer:
         self.sandbox_servicer = self._sandbox_servicer() if config.serve_sandbox else None
         if self.sandbox_servicer is not None:
             services.append((SANDBOX_SERVICE, self.sandbox_servicer))
+        # Hosted services (episodes: their session manager's worker processes) start before the gRPC server.
+        self.hosted: tuple[HostedService, ...] = ()
         # Health per task (``<service>/task/<name>``): a task whose plugin failed to load is NOT_SERVING.
-        task_health = {task_health_name(name): True for name in scorer.registry.names()}
-        task_health.update({task_health_name(name): False for name in scorer.registry.plugin_failures})
-        self.shell = AioServerShell("reward", services, self.security, config.host,
-                                    config.port, config.grpc_options(), max_request_mb=config.max_message_mb,
-                                    service_health=task_health)
+        health = {task_health_name(name): True for name in scorer.registry.names()}
+        health.update({task_health_name(name): False for name in scorer.registry.plugin_failures})
+        try:
+            self.hosted = _build_hosted(extra_services, HostContext(scorer, self.metrics.registry))
+            for hosted in self.hosted:
+                services.extend(hosted.services)
+                health.update(hosted.health)
+            _check_environments_hosted(config, services)
+            self.shell = AioServerShell("reward", services, self.security, config.host,
+                                        config.port, config.grpc_options(), max_request_mb=config.max_message_mb,
+                                        service_health=health)
+        except BaseException:
+            asyncio.run(_aclose_all(self.hosted))
+            raise
         self.port = self.shell.port
         self._stopped = False
         if config.metrics_port:
@@ -89,6 +107,8 @@ class RewardServer:
         self.servicer.begin_drain()
         if self.sandbox_servicer is not None:
             self.sandbox_servicer.begin_drain()
+        for hosted in self.hosted:
+            hosted.begin_drain()
         self.shell.set_health(False)
 
     def stop(self, grace_s: float | None = None) -> None:
@@ -96,8 +116,9 @@ class RewardServer:
 
         Health turns NOT_SERVING and new calls get UNAVAILABLE at once; calls in flight may
         finish until shortly before the grace period ends, when each is handed back with
-        what is verified (the rest UNAVAILABLE per rollout, retryable); then the server
-        closes and the worker processes are stopped.
+        what is verified (the rest UNAVAILABLE per rollout, retryable), and each hosted service
+        hands back its own and closes (episodes still running end SESSION_LOST, their sessions
+        released); then the server closes and the worker processes are stopped.
         """
         if self._stopped:
             return
@@ -115,21 +136,54 @@ class RewardServer:
         self.servicer.begin_drain()
         if self.sandbox_servicer is not None:
             self.sandbox_servicer.begin_drain()
+        for hosted in self.hosted:
+            hosted.begin_drain()
         deadline = time.monotonic() + wait_s
         while self._active_calls() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         self.servicer.flush()
+        for hosted in self.hosted:  # e.g. episodes still running end SESSION_LOST, their sessions released
+            await hosted.hand_back()
+            await hosted.aclose()
 
     def _active_calls(self) -> int:
         sandbox = self.sandbox_servicer.active_calls if self.sandbox_servicer is not None else 0
-        return self.servicer.active_calls + sandbox
+        return self.servicer.active_calls + sandbox + sum(hosted.active_calls for hosted in self.hosted)
 
     def wait(self) -> None:
         self.shell.wait()
 
 
-def create_server(config: ServerConfig, scorer: Scorer | None = None) -> RewardServer:
+def _build_hosted(add_ons: Sequence[ServiceAddOn], context: HostContext) -> tuple[HostedService, ...]:
+    """Each add-on's hosted service, in order; when one fails, those built before it are closed."""
+    built: list[HostedService] = []
+    try:
+        for add_on in add_ons:
+            built.append(add_on(context))
+    except BaseException:
+        asyncio.run(_aclose_all(built))
+        raise
+    return tuple(built)
+
+
+async def _aclose_all(hosted: Sequence[HostedService]) -> None:
+    for service in hosted:
+        await service.aclose()
+
+
+def _check_environments_hosted(config: ServerConfig, services: Sequence[tuple[object, object]]) -> None:
+    """``serve_environments`` needs the environments' add-on (this module cannot build it: the layer above)."""
+    if config.serve_environments and not any(service is ENVIRONMENT_SERVICE for service, _ in services):
+        raise ValueError("serve_environments is set but no EnvironmentService was added: build the server with "
+                         "reward_service.environments.hosting.create_server (or serve)")
+
+
+def create_server(config: ServerConfig, scorer: Scorer | None = None,
+                  extra_services: Sequence[ServiceAddOn] = ()) -> RewardServer:
     """Builds and starts a server (and its Scorer, unless one is given, which it then won't close).
+
+    ``extra_services``: add-ons built into services served on the same port (``hosted_services``);
+    with ``serve_environments`` one must add the EnvironmentService (``reward_service.environments.hosting``).
 
     Raises ValueError when the bind policy refuses ``config.host`` -- before any worker starts -- and
     CanaryFailure (a ValueError) when ``strict_canaries`` is set and a task rewarded a canary: it then
@@ -143,8 +197,8 @@ def create_server(config: ServerConfig, scorer: Scorer | None = None) -> RewardS
             scorer.startup_checks.wait()
             if scorer.self_check_report.canary_failures:
                 raise CanaryFailure(failure_message(scorer.self_check_report.canaries))
-        return RewardServer(config, scorer, owns, security)
-    except (OSError, RuntimeError, CanaryFailure):
+        return RewardServer(config, scorer, owns, security, extra_services)
+    except (OSError, RuntimeError, ValueError):
         if owns:
             scorer.close()
         raise
@@ -172,11 +226,13 @@ def watch_parent(stop: threading.Event, interval_s: float = PARENT_CHECK_S) -> t
     return thread
 
 
-def serve(config: ServerConfig) -> None:
-    """Runs until SIGTERM/SIGINT (or, with ``exit_with_parent``, its parent's death), then drains."""
+def serve(config: ServerConfig, extra_services: Sequence[ServiceAddOn] = ()) -> None:
+    """Runs until SIGTERM/SIGINT (or, with ``exit_with_parent``, its parent's death), then drains.
+
+    ``extra_services``: as for :func:`create_server`."""
     logger.info("starting reward server with config %s", asdict(config))
     stop = stop_on_signals()     # first: a SIGTERM that arrives while the server starts still drains it
-    server = create_server(config)
+    server = create_server(config, extra_services=extra_services)
     if config.exit_with_parent:
         watch_parent(stop)
     logger.info("reward server listening on %s with tasks %s; %s", server.address, server.scorer.registry.summary(),

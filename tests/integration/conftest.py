@@ -11,9 +11,10 @@ import pytest
 
 from reward.v1 import reward_pb2_grpc
 from reward_core.config_flags import dataclass_from_values
+from reward_service.environments.hosting import create_server
 from reward_service.router.config import ServerConfig
 from reward_service.router.rewards_config import CompositeSpec, RewardsConfig, TaskSpec
-from reward_service.router.server import RewardServer, create_server
+from reward_service.router.server import RewardServer
 from sandbox.server import SandboxServer, SandboxServerConfig
 from sandbox.server import create_server as create_sandbox_server
 from tests.docker_fixtures import docker_executor, docker_runner_image  # noqa: F401  (sandbox docker backend)
@@ -33,8 +34,9 @@ TEST_REWARDS = RewardsConfig(
 
 
 def start_server(**overrides) -> RewardServer:
-    """A started server; ``overrides`` are named as the flags are (``max_queue``, not ``scorer=``);
-    ``rewards`` is the scorer's rewards config."""
+    """A started server, built as ``reward-service serve`` builds it (episodes too with ``serve_environments``);
+    ``overrides`` are named as the flags are (``max_queue``, not ``scorer=``); ``rewards`` is the scorer's
+    rewards config."""
     settings = dict(host="127.0.0.1", port=0, workers=2, item_timeout_s=1.5, max_rollouts_per_request=64,
                     max_message_mb=1, rewards=TEST_REWARDS, grace_s=0)
     settings.update(overrides)

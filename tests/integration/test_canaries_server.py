@@ -65,7 +65,7 @@ def test_the_server_serves_before_its_self_checks_end_and_lists_what_the_checks_
         assert any("(gold last)" in name for name in hedge.failed_canaries)
         assert after["gsm8k"].done and after["gsm8k"].canaries_failed == 0 and not after["gsm8k"].self_check_failures
         with running_door(server.address) as door:
-            listed = {t["name"]: t for t in httpx.get(f"{door}/v1/tasks").json()["tasks"]}
+            listed = {t["name"]: t for t in httpx.get(f"{door}/v1/tasks", timeout=60).json()["tasks"]}
         assert listed["hedge_lover"]["checks"]["canariesFailed"] == hedge.canaries_failed
         assert listed["held_self_check"]["checks"]["selfCheckFailures"] == ["known case 1 graded wrong"]
     finally:

@@ -67,7 +67,7 @@ def test_errors_are_transcoded(door):
 
 
 def test_tasks_health_and_metrics(door):
-    tasks = httpx.get(f"{door}/v1/tasks").json()["tasks"]
+    tasks = httpx.get(f"{door}/v1/tasks", timeout=60).json()["tasks"]
     assert "gsm8k" in {t["name"] for t in tasks}
     health = httpx.get(f"{door}/healthz")
     assert health.status_code == 200 and health.json()["upstreams"]["reward"] is True

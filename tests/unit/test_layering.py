@@ -116,13 +116,23 @@ RULES = (
                                    "reward_service.judges"),
          "a task uses the core and its clients, the verifiers, the judge client layer, and the sandbox "
          "through its package API only", public_api=("sandbox",)),
+    Rule("reward_service/environments/", CORE + ("reward_service.task_api", "reward_service.tasks",
+                                                 "reward_service.verifiers", "reward_service.pool",
+                                                 "reward_service.router.scoring", "reward_service.router.config",
+                                                 "reward_service.router.environments_config",
+                                                 "reward_service.router.hosted_services",
+                                                 "reward_service.router.server"),
+         "environments run episodes on the core's contract, verify answers through the router's scorer (its task "
+         "registry), evaluate on the worker pool, use the sandbox through its package API only, and add their "
+         "service to the router's server (hosting.py)", public_api=("sandbox",)),
     Rule("reward_service/judges/", ("reward_core",),
          "the judge client layer (and the local judge endpoint) is a client on the core"),
     Rule("reward_service/rm/", CORE, "the reward-model server is a service on the core"),
     Rule("reward_service/http_door/", CORE, "the HTTP door reaches the services through the core's clients"),
     Rule("reward_service/router/", CORE + ("reward_service.pool", "reward_service.task_api", "reward_service.tasks",
                                            "reward_service.verifiers", "reward_service.judges", "sandbox"),
-         "the router runs tasks on the pool and embeds the sandbox servicer"),
+         "the router runs tasks on the pool and embeds the sandbox servicer; services of layers above it "
+         "(environments) add themselves to its server (router/hosted_services.py)"),
     Rule("reward_service/cli.py", CORE + ("reward_service", "trainer_client"),
          "the one place that knows every program (imported lazily: see test_the_cli_imports_programs_lazily)"),
     Rule("reward_service/status_cli.py", CORE, "the status command is a client of a running server"),
@@ -163,6 +173,15 @@ def test_a_folder_imports_only_what_its_rule_allows(rule: Rule) -> None:
     allowed = ", ".join(rule.may_import + tuple(f"{p} (the package only)" for p in rule.public_api)) or "nothing"
     assert not wrong, (f"{rule.scope} may import only itself and {allowed} ({rule.why}):\n"
                        + "\n".join(map(str, wrong)))
+
+
+def test_the_router_never_imports_the_environments() -> None:
+    # The environments verify answers with the router's scorer: they sit above it, so the router (its
+    # server and config included, lazily or not) reaches them only through the add-ons it is handed.
+    upward = [imp for imp in IMPORTS if imp.path.startswith("reward_service/router/")
+              and within(imp.target, "reward_service.environments")]
+    assert not upward, ("the router imports the environments (a layer above it); take them as an add-on "
+                        "(reward_service/router/hosted_services.py) instead:\n" + "\n".join(map(str, upward)))
 
 
 def test_no_package_exports_a_name_that_is_also_its_submodule() -> None:
