@@ -35,7 +35,6 @@ or 429 for an admission refusal) with ``failure_kind``/``failure_reason``; ``/ve
 
 from __future__ import annotations
 
-import json
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -60,7 +59,14 @@ from reward_service.http_door.door import FrontDoor, NoEpisodeHost, RouteFactory
 from reward_service.http_door.episode_errors import GYM_FAILURE_KINDS, episode_error_response, failure_reason
 from reward_service.http_door.episode_errors import from_episode_error as _episode_error
 from reward_service.http_door.errors import bad_request, error_response
-from reward_service.http_door.nemo_gym import BadRow, NotJson, aggregate_metrics, completion_text
+from reward_service.http_door.nemo_gym import (
+    BadRow,
+    NotJson,
+    aggregate_metrics,
+    completion_text,
+    json_body,
+    unprocessable,
+)
 
 COOKIE_PREFIX = "reward_suite_gym_session___"
 SESSION_HEADER = "x-reward-session-id"
@@ -71,18 +77,6 @@ REMEMBERED_IDS = 100_000
 def cookie_name(environment: str) -> str:
     """The session cookie of one environment (a cookie name allows only token characters)."""
     return COOKIE_PREFIX + re.sub(r"[^A-Za-z0-9_.-]", "_", environment)
-
-
-async def _json_body(request: Request) -> Any:
-    try:
-        return json.loads(await request.body() or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise NotJson(f"the body is not JSON: {exc}") from None
-
-
-def _unprocessable(message: str) -> JSONResponse:
-    return JSONResponse({"code": grpc.StatusCode.INVALID_ARGUMENT.value[0], "message": message, "details": []},
-                        status_code=422)
 
 
 class _ResourcesIds:
@@ -128,11 +122,11 @@ class GymEnvironmentDoor:
     async def guarded(self, request: Request, work: Callable[[Any], Awaitable[Response]]) -> Response:
         session = self.session_of(request)
         try:
-            return await work(await _json_body(request))
+            return await work(await json_body(request))
         except NotJson as exc:
             return self.answer(request, bad_request(str(exc)), session)
         except BadRow as exc:
-            return self.answer(request, _unprocessable(str(exc)), session)
+            return self.answer(request, unprocessable(str(exc)), session)
         except EpisodeError as exc:
             return self.answer(request, _episode_error(exc, gym=True), session)
         except NoEpisodeHost as exc:
@@ -189,7 +183,7 @@ class GymEnvironmentDoor:
             session = self.require_session(request)
             name = request.path_params["tool"]
             if not isinstance(body, Mapping):
-                return self.answer(request, _unprocessable(f"the arguments of {name!r} must be a JSON object"),
+                return self.answer(request, unprocessable(f"the arguments of {name!r} must be a JSON object"),
                                    session)
             result = await self.door.host.call_tool(session, ToolCall(name, dict(body)))
             if result.finished and result.outcome is not None:

@@ -258,14 +258,16 @@ def aggregate_metrics(verify_responses: list[Mapping[str, Any]]) -> dict[str, An
     return {"group_level_metrics": groups, "agent_metrics": agent, "key_metrics": key, "repeat_level_metrics": []}
 
 
-async def _json_body(request: Request) -> Any:
+async def json_body(request: Request) -> Any:
+    """The request's JSON body (an empty body is ``{}``); NotJson when it is not JSON."""
     try:
         return json.loads(await request.body() or b"{}")
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise NotJson(f"the body is not JSON: {exc}") from None
 
 
-def _unprocessable(message: str) -> JSONResponse:
+def unprocessable(message: str) -> JSONResponse:
+    """Gym's 422 for a request it cannot use (the gRPC-style error body its clients read)."""
     return JSONResponse({"code": grpc.StatusCode.INVALID_ARGUMENT.value[0], "message": message, "details": []},
                         status_code=422)
 
@@ -287,13 +289,13 @@ def _handlers(door: FrontDoor, fixed_reward: str | None, default_unscored: Unsco
 
     async def guarded(request: Request, work) -> Response:
         try:
-            return await work(await reward_name(request), await _json_body(request))
+            return await work(await reward_name(request), await json_body(request))
         except LookupError as exc:
             return bad_request(str(exc))
         except BadRow as exc:
-            return bad_request(str(exc)) if isinstance(exc, NotJson) else _unprocessable(str(exc))
+            return bad_request(str(exc)) if isinstance(exc, NotJson) else unprocessable(str(exc))
         except gym_code_gen.InvalidUnitTests as exc:
-            return _unprocessable(str(exc))
+            return unprocessable(str(exc))
         except UpstreamError as exc:
             return error_response(exc.code, str(exc))
 
