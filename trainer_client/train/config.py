@@ -92,7 +92,9 @@ class ModelConfig:
 @dataclass(frozen=True)
 class DataConfig:
     train: str = _help("training prompts, JSONL lines {\"prompt\", \"reference\", \"task\"[, \"id\"]} (the "
-                       "column names: data.prompt_key, data.reference_key; or a \"messages\" list)")
+                       "column names: data.prompt_key, data.reference_key; or a \"messages\" list). Required, "
+                       "except for GRPO on episodes (episodes.environment: the rows are the environment's)",
+                       default="")
     task: str | None = _help("reward task for lines without a \"task\" field", default=None)
     prompt_key: str = _help("the column holding the prompt text (gsm8k: question); a row without it may have a "
                             "\"messages\" list of {role, content} instead", default="prompt")

@@ -20,6 +20,10 @@ RLOO, GRPO, Dr. GRPO, DAPO) is the ``grpo`` section's values, usually set by
 ``algorithm: NAME`` (``presets``). A checkpoint
 every ``save_every`` steps and at the end; with ``run.resume`` a rerun continues from
 the newest checkpoint exactly where the interrupted run would have been.
+
+With ``episodes.environment`` the groups are multi-turn episodes with tool calls instead
+(``episodes``, ``episode_step``): the same advantages and update, the loss on the policy's
+tokens only (``Rollouts.policy_mask``: tool output is not the policy's).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 
 import torch
 
+from reward_core.clients.environment import BlockingEnvironmentClient
 from trainer_client.rl import (
     grpo_advantages,
     overlong_filter_mask,
@@ -40,6 +45,8 @@ from trainer_client.rl import (
 )
 from trainer_client.train import checkpointing
 from trainer_client.train.collect import StepData, batch_rewards, collect_step
+from trainer_client.train.episode_step import check_served, collect_episodes, episode_metrics, episode_rows
+from trainer_client.train.episodes import ModelTurns
 from trainer_client.train.grpo_config import GrpoTrainerConfig, to_yaml
 from trainer_client.train.grpo_update import TrainBatch, grpo_update, single_pass
 from trainer_client.train.logprobs import batched_logprobs
@@ -91,8 +98,10 @@ class GrpoTrainer:
                                            betas=(o.adam_beta1, o.adam_beta2), weight_decay=o.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_warmup(o.warmup_steps))
         data = config.data
-        self.sampler = PromptSampler(read_prompts(data.train, data.task, prompt_key=data.prompt_key,
-                                                  reference_key=data.reference_key), config.run.seed, data.shuffle)
+        rows = episode_rows(config.episodes) if config.episodes.enabled else \
+            read_prompts(data.train, data.task, prompt_key=data.prompt_key, reference_key=data.reference_key)
+        self.sampler = PromptSampler(rows, config.run.seed, data.shuffle)
+        self.host: BlockingEnvironmentClient | None = None  # episodes: opened at the first step
         self.step = restore_or_seed(self.checkpoint, self.optimizer, self.scheduler, self.sampler, config.run.seed)
         self.run_logger = RunLogger(self.run_dir, config.run.tensorboard,
                                     resume_step=self.step if self.checkpoint is not None else None,
@@ -102,8 +111,38 @@ class GrpoTrainer:
         self.run_logger.log_config(to_yaml(config))
 
     def train(self) -> RunSummary:
-        return run_training(self, "grpo", lambda m: {"reward": f"{m['reward_mean'] or 0:.3f}",
-                                                     "kl": f"{m.get('kl') or 0:.4f}"})
+        episodes = self.config.episodes.enabled
+        try:
+            return run_training(self, "grpo", lambda m: {"reward": f"{m['reward_mean'] or 0:.3f}",
+                                                         "kl": f"{m.get('kl') or 0:.4f}"},
+                                serve_environments=episodes and not self.config.episodes.endpoint,
+                                check_tasks=not episodes)
+        finally:
+            if self.host is not None:
+                self.host.close_client()
+                self.host = None
+
+    def environment_host(self, scorer: OverlappedScorer) -> BlockingEnvironmentClient:
+        """The environment service's client (episodes.endpoint, else the embedded server's), checked once."""
+        if self.host is None:
+            episodes = self.config.episodes
+            self.host = BlockingEnvironmentClient(episodes.endpoint or scorer.endpoint, timeout_s=episodes.timeout_s,
+                                                  client_id=f"trainer:{self.run_dir}")
+            check_served(episodes, self.host)
+        return self.host
+
+    def collect(self, scorer: OverlappedScorer) -> tuple[StepData, dict[str, Any]]:
+        """One step's rollouts: single completions scored by the reward service, or episodes."""
+        cfg = self.config
+        if not cfg.episodes.enabled:
+            data = collect_step(self.model, self.tokenizer, self.sampler, scorer, cfg.sampling, cfg.grpo, self.step,
+                                chat_template=cfg.data.chat_template)
+            return data, {}
+        templated = uses_chat_template(self.tokenizer, cfg.data.chat_template)
+        data, records = collect_episodes(ModelTurns(self.model, self.tokenizer, cfg.sampling), self.tokenizer,
+                                         self.sampler, self.environment_host(scorer), cfg.sampling, cfg.episodes,
+                                         self.step, templated, cfg.grpo.min_valid)
+        return data, episode_metrics(records)
 
     def save(self) -> None:
         checkpointing.save_checkpoint(self.run_dir, self.step, self.model, self.tokenizer, self.optimizer,
@@ -114,10 +153,10 @@ class GrpoTrainer:
     def train_step(self, scorer: OverlappedScorer) -> dict[str, Any]:
         cfg = self.config
         t0 = time.perf_counter()
-        data = collect_step(self.model, self.tokenizer, self.sampler, scorer, cfg.sampling, cfg.grpo, self.step,
-                            chat_template=cfg.data.chat_template)
+        data, episode_stats = self.collect(scorer)
         metrics = rollout_metrics(data)
-        raise_if_nothing_scored(metrics, self.step, cfg.data.train)
+        metrics.update(episode_stats)
+        raise_if_nothing_scored(metrics, self.step, cfg.data.train or f"environment {cfg.episodes.environment}")
         t1 = time.perf_counter()
         batch, batch_stats = self.make_batch(data) if data.results else (None, {})
         metrics.update(batch_stats)
@@ -165,8 +204,11 @@ class GrpoTrainer:
             advantages = grpo_advantages(rewards, group_ids, scale=cfg.grpo.advantage_scale,
                                          baseline=cfg.grpo.baseline, valid_mask=scored, min_valid=min_valid)
         if cfg.grpo.advantage in ("process", "both"):
+            # Episodes' steps are spans of completion tokens (per-turn rewards); single turns' are character spans.
+            ends = [list(range(1, int(n) + 1)) for n in ro.lengths] if cfg.episodes.enabled else \
+                batch_token_char_ends(self.tokenizer, ro.completion_ids, ro.lengths)
             process = process_advantages(
-                batch_steps(data.results), batch_token_char_ends(self.tokenizer, ro.completion_ids, ro.lengths),
+                batch_steps(data.results), ends,
                 group_ids.tolist(), ro.completion_ids.shape[1], scale=cfg.grpo.advantage_scale,
                 baseline=cfg.grpo.baseline, valid_mask=scored.tolist(), min_valid=min_valid)
             missing = int(process.no_steps.sum())
@@ -175,7 +217,8 @@ class GrpoTrainer:
                                "(is the task a step-scoring one?)", self.step, missing)
             stats.update({"process/no_steps": missing, "process/scored_steps": process.scored_steps})
             advantages = advantages[:, None] + process.advantages.to(device)
-        loss_mask = ro.completion_mask & groups.trainable[:, None]  # unscored, and groups with too few scored: out
+        # The policy's tokens only (episodes: not the tool output); unscored, and groups with too few scored: out.
+        loss_mask = ro.loss_tokens & groups.trainable[:, None]
         if cfg.grpo.overlong_filter:
             loss_mask = overlong_filter_mask(loss_mask, ro.truncated)
         tensors = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask)

@@ -33,6 +33,7 @@ from trainer_client.train.config import (
     SamplingConfig,
     _help,
 )
+from trainer_client.train.episodes_config import EpisodesConfig
 from trainer_client.train.trpo_config import TrpoConfig
 
 ADVANTAGE_SCALES = ("group", "batch", "none")
@@ -128,9 +129,15 @@ class GrpoTrainerConfig:
     trpo: TrpoConfig = field(default_factory=TrpoConfig)  # read only with grpo.update=trpo
     optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    episodes: EpisodesConfig = field(default_factory=EpisodesConfig)  # multi-turn rollouts (``episodes_config``)
     algorithm: str | None = None  # the preset applied under the explicit values (``presets``)
 
     def __post_init__(self) -> None:
+        if not self.data.train and not self.episodes.enabled:
+            raise ValueError("data.train is required (a JSONL file of prompts, --set data.train=PATH), or "
+                             "episodes.environment=NAME to train on an environment's episodes")
+        if self.episodes.enabled:
+            self._check_episodes()
         if self.sampling.group_size < 2:
             raise ValueError(f"GRPO needs sampling.group_size >= 2 (a group of one has no relative advantage); "
                              f"got {self.sampling.group_size}")
@@ -139,6 +146,17 @@ class GrpoTrainerConfig:
         if self.grpo.overlong_penalty and self.grpo.overlong_cache_len > self.sampling.max_new_tokens:
             raise ValueError(f"grpo.overlong_cache_len ({self.grpo.overlong_cache_len}) must be <= "
                              f"sampling.max_new_tokens ({self.sampling.max_new_tokens})")
+
+    def _check_episodes(self) -> None:
+        unsupported = [name for name, on in (("grpo.dynamic_sampling", self.grpo.dynamic_sampling),
+                                             ("grpo.overlong_penalty", self.grpo.overlong_penalty),
+                                             ("run.eval_every", self.run.eval_every)) if on]
+        if unsupported:
+            raise ValueError(f"episodes.environment={self.episodes.environment!r}: {', '.join(unsupported)} "
+                             "apply to single-turn rollouts; set them to their defaults (false/0)")
+        if not self.reward.embedded and not self.episodes.endpoint:
+            raise ValueError("episodes need an environment service: set episodes.endpoint=host:port, or "
+                             "reward.embedded=true (the embedded server then serves the environments)")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

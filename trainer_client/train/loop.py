@@ -80,9 +80,13 @@ def raise_if_nothing_scored(metrics: Mapping[str, Any], step: int, train_path: s
                                  f"{unscored}); check the tasks in {train_path} and the reward server log")
 
 
-def run_training(trainer: SteppedTrainer, desc: str,
-                 postfix: Callable[[Mapping[str, Any]], dict[str, str]]) -> RunSummary:
-    """Steps ``trainer`` to ``run.steps`` (or until ``run.max_time_s``), scoring through one reward scorer."""
+def run_training(trainer: SteppedTrainer, desc: str, postfix: Callable[[Mapping[str, Any]], dict[str, str]], *,
+                 serve_environments: bool = False, check_tasks: bool = True) -> RunSummary:
+    """Steps ``trainer`` to ``run.steps`` (or until ``run.max_time_s``), scoring through one reward scorer.
+
+    ``serve_environments``: an embedded reward server also serves environments (episodes);
+    ``check_tasks``: check the prompt rows' tasks before step 0 (with ``data.check_tasks``; not for episodes,
+    whose rows are the environment's)."""
     run = trainer.config.run
     started = time.perf_counter()
     start_step = trainer.step
@@ -90,8 +94,8 @@ def run_training(trainer: SteppedTrainer, desc: str,
     periodic = PeriodicEval.from_config(trainer.config)  # run.eval_every: None when off
     bar = tqdm(total=run.steps, initial=trainer.step, disable=not run.progress, desc=desc, unit="step")
     try:
-        with open_scorer(trainer.config.reward, trainer.run_dir) as scorer:
-            if trainer.config.data.check_tasks:  # before step 0: rows the reward service cannot score
+        with open_scorer(trainer.config.reward, trainer.run_dir, serve_environments) as scorer:
+            if check_tasks and trainer.config.data.check_tasks:  # before step 0: rows the reward service cannot score
                 tasks = scorer.list_tasks()
                 check_prompts(trainer.sampler.rows, tasks, trainer.config.data.train, scorer.endpoint)
                 if periodic is not None:

@@ -109,6 +109,10 @@ class PpoTrainerConfig:
     run: PpoRunConfig = field(default_factory=PpoRunConfig)
     algorithm: str | None = None  # "ppo" or None (``presets``)
 
+    def __post_init__(self) -> None:
+        if not self.data.train:
+            raise ValueError("data.train is required: a JSONL file of prompts (--set data.train=PATH)")
+
 
 def load_config(path: str | Path | None, overrides: Sequence[str] = (), run_dir: str | None = None) -> PpoTrainerConfig:
     """YAML file (optional) + ``section.key=value`` overrides (+ ``run_dir``) -> a validated PPO config."""

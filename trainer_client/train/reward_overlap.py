@@ -65,7 +65,7 @@ class EmbeddedRewardServer:
     """A reward server child process on loopback for the length of a ``with`` block."""
 
     def __init__(self, log_path: str | Path, workers: int = 1, rewards_config: str | None = None,
-                 startup_timeout_s: float = 60.0, host: str = "127.0.0.1") -> None:
+                 startup_timeout_s: float = 60.0, host: str = "127.0.0.1", serve_environments: bool = False) -> None:
         self.log_path = Path(log_path)
         self.address = f"{host}:{free_port(host)}"
         self.command = [sys.executable, "-m", "reward_service", "serve", "--host", host,
@@ -73,6 +73,9 @@ class EmbeddedRewardServer:
                         "--exit-with-parent"]  # never orphaned: it drains and exits if the trainer dies
         if rewards_config:
             self.command += ["--config", rewards_config]
+        if serve_environments:  # episodes (trainer_client.train.episodes): the environment service beside it
+            self.command += ["--serve-environments", "--env-calculator-workers", str(workers),
+                             "--env-verify-workers", str(workers), "--env-sandbox-concurrency", str(workers)]
         self.startup_timeout_s = startup_timeout_s
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -191,12 +194,15 @@ class OverlappedScorer:
 
 
 @contextlib.contextmanager
-def open_scorer(config: RewardConfig, run_dir: str | Path) -> Iterator[OverlappedScorer]:
-    """The run's scorer: on an embedded server (``RUN_DIR/reward_server.log``) or on ``config.endpoint``."""
+def open_scorer(config: RewardConfig, run_dir: str | Path,
+                serve_environments: bool = False) -> Iterator[OverlappedScorer]:
+    """The run's scorer: on an embedded server (``RUN_DIR/reward_server.log``) or on ``config.endpoint``.
+
+    ``serve_environments``: the embedded server also serves the environment service (episodes)."""
     with contextlib.ExitStack() as stack:
         endpoint = config.endpoint
         if config.embedded:
             server = EmbeddedRewardServer(Path(run_dir) / "reward_server.log", config.workers, config.rewards_config,
-                                          config.startup_timeout_s)
+                                          config.startup_timeout_s, serve_environments=serve_environments)
             endpoint = stack.enter_context(server).address
         yield stack.enter_context(OverlappedScorer(endpoint, config.timeout_s, config.item_timeout_s))

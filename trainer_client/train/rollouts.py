@@ -47,6 +47,13 @@ class Rollouts:
     truncated: torch.Tensor  # [N] bool: ran into max_new_tokens
     texts: list[str]  # decoded completions, special tokens removed
     group_size: int
+    policy_mask: torch.Tensor | None = None  # [N, Tc] bool: the policy's own tokens (episodes: tool output and
+    # the turns' framing are not); None: every completion token is the policy's
+
+    @property
+    def loss_tokens(self) -> torch.Tensor:
+        """[N, Tc] bool: the tokens the loss may cover (the policy's; the completion's when not told apart)."""
+        return self.completion_mask if self.policy_mask is None else self.policy_mask
 
     @property
     def num_groups(self) -> int:
@@ -57,7 +64,8 @@ class Rollouts:
                             dtype=torch.long)
         return Rollouts(self.prompt_ids[rows], self.prompt_mask[rows], self.completion_ids[rows],
                         self.completion_mask[rows], self.lengths[rows], self.truncated[rows],
-                        [self.texts[int(i)] for i in rows], self.group_size)
+                        [self.texts[int(i)] for i in rows], self.group_size,
+                        None if self.policy_mask is None else self.policy_mask[rows])
 
 
 def _pad(tensors: Sequence[torch.Tensor], value: int | bool, left: bool) -> torch.Tensor:
@@ -73,12 +81,15 @@ def concat_rollouts(parts: Sequence[Rollouts], pad_id: int) -> Rollouts:
     """Joins rollouts of several generate calls (prompts re-padded left, completions right)."""
     if len({p.group_size for p in parts}) != 1:
         raise ValueError("cannot join rollouts with different group sizes")
+    policy = None
+    if any(p.policy_mask is not None for p in parts):
+        policy = _pad([p.loss_tokens for p in parts], False, left=False)
     return Rollouts(_pad([p.prompt_ids for p in parts], pad_id, left=True),
                     _pad([p.prompt_mask for p in parts], False, left=True),
                     _pad([p.completion_ids for p in parts], pad_id, left=False),
                     _pad([p.completion_mask for p in parts], False, left=False),
                     torch.cat([p.lengths for p in parts]), torch.cat([p.truncated for p in parts]),
-                    [t for p in parts for t in p.texts], parts[0].group_size)
+                    [t for p in parts for t in p.texts], parts[0].group_size, policy)
 
 
 def eos_ids_of(model: Any, tokenizer: Any) -> list[int]:
