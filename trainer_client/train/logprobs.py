@@ -44,6 +44,20 @@ def position_ids_from(attention_mask: torch.Tensor) -> torch.Tensor:
     return positions.masked_fill(attention_mask == 0, 0)
 
 
+def completion_logits(model: torch.nn.Module, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+                      completion_ids: torch.Tensor, completion_mask: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The fp32 logits [B, Tc, V] / ``temperature`` that predict each completion token (one forward pass over
+    prompt + completion, positions counting attended tokens, ``logits_to_keep`` where the model takes it)."""
+    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
+    attention_mask = torch.cat([prompt_mask.long(), completion_mask.long()], dim=1)
+    tc = completion_ids.shape[1]
+    extra = {"logits_to_keep": tc + 1} if _accepts_logits_to_keep(model) else {}
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from(attention_mask),
+                use_cache=False, **extra)
+    # logits at position t predict token t + 1: keep the ones predicting the completion.
+    return out.logits[:, -(tc + 1):-1, :].float() / temperature
+
+
 def completion_logprobs(model: torch.nn.Module, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
                         completion_ids: torch.Tensor, completion_mask: torch.Tensor, *, temperature: float = 1.0,
                         with_entropy: bool = False, entropy_grad: bool = False) -> TokenLogprobs:
@@ -54,14 +68,7 @@ def completion_logprobs(model: torch.nn.Module, prompt_ids: torch.Tensor, prompt
     finite but meaningless: select them away with the mask. ``with_entropy`` also returns
     the per-token entropy, detached unless ``entropy_grad`` (for an entropy bonus).
     """
-    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
-    attention_mask = torch.cat([prompt_mask.long(), completion_mask.long()], dim=1)
-    tc = completion_ids.shape[1]
-    extra = {"logits_to_keep": tc + 1} if _accepts_logits_to_keep(model) else {}
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from(attention_mask),
-                use_cache=False, **extra)
-    # logits at position t predict token t + 1: keep the ones predicting the completion.
-    logits = out.logits[:, -(tc + 1):-1, :].float() / temperature
+    logits = completion_logits(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature)
     logp = torch.log_softmax(logits, dim=-1).gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)
     entropy = None
     if with_entropy:
@@ -107,10 +114,5 @@ def completion_log_dists(model: torch.nn.Module, prompt_ids: torch.Tensor, promp
     for exact per-position KLs (TRPO's trust region). Memory grows with the vocabulary:
     micro-batch accordingly.
     """
-    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
-    attention_mask = torch.cat([prompt_mask.long(), completion_mask.long()], dim=1)
-    tc = completion_ids.shape[1]
-    extra = {"logits_to_keep": tc + 1} if _accepts_logits_to_keep(model) else {}
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from(attention_mask),
-                use_cache=False, **extra)
-    return torch.log_softmax(out.logits[:, -(tc + 1):-1, :].float() / temperature, dim=-1)
+    return torch.log_softmax(completion_logits(model, prompt_ids, prompt_mask, completion_ids, completion_mask,
+                                               temperature), dim=-1)
