@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from reward_core.dtype_names import canonical_dtype
+from trainer_client.train.config import LoraSettings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +35,13 @@ class OfflineTrainingOptions:
     gradient_checkpointing: bool = field(default=False, metadata={
         "help": "recompute activations in the backward pass (less memory, same loss)"})
     num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)"})
+    lora_r: int | None = field(default=None, metadata={
+        "help": "train low-rank adapters of this rank instead of every weight (pip install 'reward-suite[lora]'); "
+                "OUT_DIR then holds the merged model and OUT_DIR/adapter the adapter alone. Unset: full fine-tuning"})
+    lora_alpha: float = field(default=16.0, metadata={"help": "adapter scale numerator (update scaled by alpha / r)"})
+    lora_dropout: float = field(default=0.0, metadata={"help": "dropout on the adapters' input while training"})
+    lora_target_modules: str | None = field(default=None, metadata={
+        "help": "comma-separated module names to adapt (e.g. q_proj,v_proj, or all-linear); unset: peft's default"})
     progress: bool = field(default=True, metadata={"help": "show a tqdm progress bar"})
 
     def __post_init__(self) -> None:
@@ -60,3 +68,19 @@ def check_common_options(config: OfflineTrainingOptions) -> None:
         raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {config.device!r}")
     if config.num_threads is not None and config.num_threads < 1:
         raise ValueError(f"num_threads must be >= 1, got {config.num_threads}")
+    lora_settings(config)  # its checks
+
+
+def lora_settings(config: OfflineTrainingOptions) -> LoraSettings | None:
+    """The adapters the ``lora_*`` options ask for (the RL trainers' ``model.lora`` settings), or None."""
+    if config.lora_r is None:
+        return None
+    targets = tuple(name.strip() for name in (config.lora_target_modules or "").split(",")) \
+        if config.lora_target_modules else ()
+    try:
+        return LoraSettings(r=config.lora_r, alpha=config.lora_alpha, dropout=config.lora_dropout,
+                            target_modules=targets)
+    except ValueError as exc:  # its message names model.lora.*; here they are flags
+        raise ValueError(f"need --lora-r >= 1, --lora-alpha > 0, 0 <= --lora-dropout < 1 and module names in "
+                         f"--lora-target-modules; got r={config.lora_r}, alpha={config.lora_alpha}, "
+                         f"dropout={config.lora_dropout}, target_modules={config.lora_target_modules!r}") from exc

@@ -21,12 +21,13 @@ before training and the reference is dropped. The output directory is SFT's: mod
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, 
 from trainer_client.offline_options import OfflineTrainingOptions
 from trainer_client.rm.preference_data import PreferencePair, read_preferences
 from trainer_client.sft.chat_data import ChatExample, EncodedExample, encode_example
-from trainer_client.sft.sft_train import autocast, load_causal_lm, save_run
+from trainer_client.sft.sft_train import autocast, load_causal_lm, save_run, with_adapters
 from trainer_client.sft.token_batches import forward_logits, pad_batch, token_logprobs
 from trainer_client.train.run_logging import RunLogger
 
@@ -164,8 +165,8 @@ def dpo_update(model: Any, ref_model: Any | None, batch: dict[str, torch.Tensor]
     n = batch["input_ids"].shape[0] // 2
     sums, token_logps, mask = sequence_logps(model, batch, device, config.dtype)
     if ref_sums is None:
-        with torch.no_grad():
-            ref = sequence_logps(ref_model, batch, device, config.dtype)[0]
+        with torch.no_grad(), reference_of(model, ref_model) as reference:
+            ref = sequence_logps(reference, batch, device, config.dtype)[0]
         ref_sums = (ref[:n], ref[n:])
     logps = PairLogps(sums[:n], sums[n:], ref_sums[0].to(device), ref_sums[1].to(device))
     counts = mask.sum(-1).float()
@@ -181,8 +182,25 @@ def dpo_update(model: Any, ref_model: Any | None, batch: dict[str, torch.Tensor]
     return {"loss": loss.item(), "grad_norm": float(grad_norm), **reward_metrics(logps, config.beta)}
 
 
-def load_reference(config: DPOConfig, model: Any, device: torch.device) -> Any:
-    """The frozen reference: ``config.ref_model``, or a copy of the start ``model`` (in eval mode, no grads)."""
+@contextlib.contextmanager
+def reference_of(model: Any, ref_model: Any | None) -> Iterator[Any]:
+    """The reference to run: ``ref_model``, or (LoRA, no separate reference) ``model`` with its adapters off."""
+    if ref_model is not None:
+        yield ref_model
+        return
+    from trainer_client.train.lora import adapters_disabled
+
+    with adapters_disabled(model) as base:
+        yield base
+
+
+def load_reference(config: DPOConfig, model: Any, device: torch.device) -> Any | None:
+    """The frozen reference: ``config.ref_model``, or a copy of the start ``model`` (in eval mode, no grads);
+    None for an adapted ``model`` without ``ref_model``: its base (adapters off) is the reference, no copy."""
+    from trainer_client.train.lora import is_adapted
+
+    if config.ref_model is None and is_adapted(model):
+        return None
     ref = load_causal_lm(config.ref_model, device)[0] if config.ref_model else copy.deepcopy(model)
     if config.disable_dropout:
         disable_dropout(ref)
@@ -202,15 +220,17 @@ def train_dpo(config: DPOConfig) -> DPOResult:
     model, tokenizer = load_causal_lm(config.model, device, config.gradient_checkpointing)
     if config.disable_dropout:
         disable_dropout(model)
+    model = with_adapters(model, config)
     pad_id = tokenizer.pad_token_id
     train = encode_pairs(tokenizer, train_pairs, config.max_length)
     held_out = encode_pairs(tokenizer, eval_pairs, config.max_length) if eval_pairs else None
     ref_model = load_reference(config, model, device)
-    held_ref = pair_logps(ref_model, held_out, pad_id, config.eval_batch_size, device, config.dtype) \
-        if held_out else None
-    train_ref = None
-    if config.precompute_ref_log_probs:
-        train_ref = pair_logps(ref_model, train, pad_id, config.eval_batch_size, device, config.dtype)
+    with reference_of(model, ref_model) as reference:
+        held_ref = pair_logps(reference, held_out, pad_id, config.eval_batch_size, device, config.dtype) \
+            if held_out else None
+        train_ref = pair_logps(reference, train, pad_id, config.eval_batch_size, device, config.dtype) \
+            if config.precompute_ref_log_probs else None
+    if train_ref is not None:
         ref_model = None  # the log-probs are all it was needed for
     logger.info("%d training pairs, %d held-out, loss %s (beta %g, label_smoothing %g, rpo_alpha %s)", len(train),
                 len(eval_pairs), config.loss_type, config.beta, config.label_smoothing, config.rpo_alpha)

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, set_up_run
-from trainer_client.offline_options import OfflineTrainingOptions
+from trainer_client.offline_options import OfflineTrainingOptions, lora_settings
 from trainer_client.sft.chat_data import EncodedExample, encode_example, pack, read_examples
 from trainer_client.sft.token_batches import (
     completion_loss,
@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 METRICS_FILE = "metrics.json"
 TRAIN_CONFIG_FILE = "train_config.json"
+ADAPTER_DIR = "adapter"  # inside OUT_DIR, with --lora-r: the adapter alone (OUT_DIR holds the merged model)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,6 +161,7 @@ def train_sft(config: SFTConfig) -> SFTResult:
     model, tokenizer = load_causal_lm(config.model, device, config.gradient_checkpointing)
     if config.disable_dropout:
         disable_dropout(model)
+    model = with_adapters(model, config)
     train = [encode_example(tokenizer, r, config.max_length) for r in train_rows]
     held_out = [encode_example(tokenizer, r, config.max_length) for r in eval_rows]
     logger.info("%d training examples (%d truncated, %d completion tokens), %d held-out", len(train),
@@ -219,10 +221,31 @@ def train_sft(config: SFTConfig) -> SFTResult:
     return SFTResult(config.out_dir, step, train_losses, evals, wall, metrics)
 
 
+def with_adapters(model: Any, config: OfflineTrainingOptions) -> Any:
+    """``model`` with trainable low-rank adapters (base frozen) when the ``lora_*`` options ask for them."""
+    settings = lora_settings(config)
+    if settings is None:
+        return model
+    from trainer_client.train.lora import add_adapters, trainable_parameters
+
+    model = add_adapters(model, settings)
+    trained = sum(p.numel() for p in trainable_parameters(model))
+    logger.info("LoRA r=%d: %d trainable parameters of %d", settings.r, trained,
+                sum(p.numel() for p in model.parameters()))
+    return model
+
+
 def save_run(model: Any, tokenizer: Any, config: Any, out: Path, metrics: dict[str, Any]) -> None:
-    """Model and tokenizer (``save_pretrained``), the config and the summary metrics."""
+    """Model and tokenizer (``save_pretrained``), the config and the summary metrics. An adapted model is
+    saved merged (a plain checkpoint the next command loads) with its adapter alone in ``out/adapter``."""
+    from trainer_client.train.lora import is_adapted, save_merged
+
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
+    if is_adapted(model):
+        model.save_pretrained(out / ADAPTER_DIR, safe_serialization=True)
+        save_merged(model, tokenizer, out)
+    else:
+        model.save_pretrained(out, safe_serialization=True)
+        tokenizer.save_pretrained(out)
     (out / TRAIN_CONFIG_FILE).write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
     (out / METRICS_FILE).write_text(json.dumps(metrics, indent=2) + "\n")
