@@ -237,8 +237,9 @@ def log_self_check(registry: TaskRegistry, canaries: bool = True) -> SelfCheckRe
 
 
 def start_checks(registry: TaskRegistry, report: SelfCheckReport) -> StartupChecks:
-    """Starts the registry's self-checks and canaries in the background; they fill ``report``."""
-    return StartupChecks(registry.checked_names(), registry.get, report).start()
+    """Starts the registry's self-checks and canaries in the background; they fill ``report``. Every
+    task's version hash is computed first, so the first ListTasks does not hash every task itself."""
+    return StartupChecks(registry.checked_names(), registry.get, report, warm=registry.infos).start()
 
 
 def _import_task_class(path: str, name: str) -> type[Task] | None:

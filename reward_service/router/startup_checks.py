@@ -1,5 +1,6 @@
-"""A server's start-up checks of its tasks, once, in a background thread: every task's ``self_check()``
-(known-answer cases), then every task's canaries (``canary_check.py``).
+"""A server's start-up checks of its tasks, once, in a background thread: a warm-up (every task's version
+hash, which the first ListTasks would otherwise compute), every task's ``self_check()`` (known-answer
+cases), then every task's canaries (``canary_check.py``).
 
 Start-up does not wait for them (ifeval's self-check alone imports nltk, seconds): the server serves at
 once and each task's findings go into one :class:`SelfCheckReport` as they come, logged as before
@@ -82,9 +83,11 @@ class StartupChecks:
     blocks until all are; ``stop`` ends the run after the check in progress (a server closing first)."""
 
     def __init__(self, names: Sequence[str], get: Callable[[str], Task], report: SelfCheckReport,
-                 canaries: bool = True, budget_s: float = CANARY_BUDGET_S) -> None:
+                 canaries: bool = True, budget_s: float = CANARY_BUDGET_S,
+                 warm: Callable[[], object] | None = None) -> None:
         self.report = report
         self._names, self._get, self._canaries, self._budget_s = list(names), get, canaries, budget_s
+        self._warm = warm
         self._stop = threading.Event()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="startup-checks", daemon=True)
@@ -105,12 +108,23 @@ class StartupChecks:
 
     def _run(self) -> None:
         try:
+            self._warm_up()
             self._self_checks()
             if self._canaries:
                 self._canary_runs()
         finally:
             self.report.self_checks_done.set()
             self._done.set()
+
+    def _warm_up(self) -> None:
+        """``warm`` first (a server: every task's version hash, seconds of hashing, so that the first
+        ListTasks answers from memory); a failure here is logged, the one who asks next meets it again."""
+        if self._warm is None or self._stop.is_set():
+            return
+        try:
+            self._warm()
+        except Exception:  # noqa: BLE001 -- a warm-up only; ListTasks computes and reports it itself
+            logger.warning("warming up before the start-up checks failed", exc_info=True)
 
     def _self_checks(self) -> None:
         for name in self._names:
