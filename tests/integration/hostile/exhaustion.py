@@ -125,8 +125,9 @@ PROGRAMS: list[HostileProgram] = [
                     hog.append(b"y" * (32 << 20))
         '''),
     HostileProgram(
-        "memory_balloon_threads", X, allowed=MEMORY, watch_memory=True,
-        description="4 threads touch 32 MB at a time until the limit (RLIMIT_AS is no longer the memory limit)",
+        "memory_balloon_threads", X, allowed=MEMORY | TIMEOUT, watch_memory=True,
+        description="4 threads touch 32 MB at a time until the limit (RLIMIT_AS is no longer the memory limit); "
+                    "on a loaded machine the wall-clock limit may come first, and the host's memory is watched",
         code='''
             import threading
             hogs = [[] for _ in range(4)]
