@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SYSTEM_SETUP := scripts/system_setup.sh || echo "warning: scripts/system_setup.sh failed; the sandbox's docker backend is unavailable" >&2
 
-.PHONY: setup system-setup demo test lint test-fast proto bench bench-math verify-diff bench-rm bench-sandbox bench-sandbox-docker bench-trainer bench-http bench-scale demo-process demo-tool-use bench-prm bench-tasks clean
+.PHONY: setup system-setup demo test lint test-fast proto bench bench-math verify-diff bench-rm bench-sandbox bench-sandbox-docker bench-trainer bench-http bench-scale demo-process demo-tool-use compare-ladder bench-prm bench-tasks clean
 
 setup: system-setup $(STAMP)
 
@@ -187,6 +187,11 @@ demo-process: $(STAMP)
 # Tool use learned by GRPO on episodes (arithmetic_tools): SFT warm-up, GRPO, held-out success before/after.
 demo-tool-use: $(STAMP)
 	$(PY) -m examples.tool_use_demo --out runs/tool_use
+
+# The ladder measured: SFT, DPO, RM + PPO and GRPO from one poor start (greedy < 0.3), one budget;
+# held-out curves in runs/ladder/ladder.png, figures in runs/ladder/results.json (~18 min on 2 shared cores).
+compare-ladder: $(STAMP)
+	$(PY) -m examples.ladder_compare --out runs/ladder $(COMPARE_LADDER_ARGS)
 
 # Our PRM trainer vs TRL's PRMTrainer (TRL 1.13, the last release that has it, side-installed for the
 # bench's worker only) on the same stepwise data, backbone and epochs: held-out step F1 and wall time.

@@ -39,7 +39,7 @@ from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, 
 from trainer_client.offline_options import OfflineTrainingOptions
 from trainer_client.rm.preference_data import PreferencePair, read_preferences
 from trainer_client.sft.chat_data import ChatExample, EncodedExample, encode_example
-from trainer_client.sft.sft_train import autocast, load_causal_lm, save_run, with_adapters
+from trainer_client.sft.sft_train import StepHook, autocast, load_causal_lm, save_run, with_adapters
 from trainer_client.sft.token_batches import forward_logits, pad_batch, token_logprobs
 from trainer_client.train.run_logging import RunLogger
 
@@ -209,8 +209,10 @@ def load_reference(config: DPOConfig, model: Any, device: torch.device) -> Any |
     return ref
 
 
-def train_dpo(config: DPOConfig) -> DPOResult:
-    """Train, evaluate before training and after each epoch, log, and save to ``config.out_dir``."""
+def train_dpo(config: DPOConfig, on_step: StepHook | None = None) -> DPOResult:
+    """Train, evaluate before training and after each epoch, log, and save to ``config.out_dir``.
+
+    ``on_step(step, model, tokenizer)``, when given, runs after every optimizer step (``train_sft``'s hook)."""
     from tqdm.auto import tqdm
 
     started = time.perf_counter()
@@ -270,6 +272,8 @@ def train_dpo(config: DPOConfig) -> DPOResult:
                 step += 1
                 losses.append(stats["loss"])
                 bar.update(1)
+                if on_step is not None:
+                    on_step(step, model, tokenizer)
                 if step % config.logging_steps == 0:
                     run_log.log(step, {**stats, "epoch": epoch, "lr": scheduler.get_last_lr()[0],
                                        "time/step_s": time.perf_counter() - tick})

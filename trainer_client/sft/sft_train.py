@@ -23,7 +23,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,10 @@ logger = logging.getLogger(__name__)
 
 METRICS_FILE = "metrics.json"
 TRAIN_CONFIG_FILE = "train_config.json"
+
+#: ``on_step(step, model, tokenizer)``: called by the offline trainers after each optimizer step.
+StepHook = Callable[[int, Any, Any], None]
+
 ADAPTER_DIR = "adapter"  # inside OUT_DIR, with --lora-r: the adapter alone (OUT_DIR holds the merged model)
 
 
@@ -150,8 +154,12 @@ def _batches(train: Sequence[EncodedExample], config: SFTConfig, pad_id: int, rn
 # ----------------------------------------------------------------------------- training
 
 
-def train_sft(config: SFTConfig) -> SFTResult:
-    """Train, evaluate before and after each epoch, log, and save everything to ``config.out_dir``."""
+def train_sft(config: SFTConfig, on_step: StepHook | None = None) -> SFTResult:
+    """Train, evaluate before and after each epoch, log, and save everything to ``config.out_dir``.
+
+    ``on_step(step, model, tokenizer)``, when given, runs after every optimizer step (e.g. a
+    generation-based evaluation, as ``examples/ladder_compare.py`` does); it must leave the model's
+    weights and mode as it found them."""
     from tqdm.auto import tqdm
 
     started = time.perf_counter()
@@ -195,6 +203,8 @@ def train_sft(config: SFTConfig) -> SFTResult:
                 step += 1
                 losses.append(loss.item())
                 bar.update(1)
+                if on_step is not None:
+                    on_step(step, model, tokenizer)
                 if step % config.logging_steps == 0:
                     run_log.log(step, {"loss": losses[-1], "grad_norm": float(grad_norm), "epoch": epoch,
                                        "lr": scheduler.get_last_lr()[0],
