@@ -6,13 +6,16 @@ import pytest
 
 from trainer_client.evaluation.eval_cli import format_table
 from trainer_client.evaluation.evaluate import EvalOptions
+from trainer_client.train import grpo_config, ppo_config
 from trainer_client.train.config import RunConfig
 from trainer_client.train.run_configs import changed_keys
 
 
 def test_eval_every_needs_eval_data():
     with pytest.raises(ValueError, match="run.eval_every needs run.eval_data"):
-        RunConfig(eval_every=5)
+        grpo_config.load_config(None, ["model.path=m", "data.train=t.jsonl", "run.eval_every=5"])
+    with pytest.raises(ValueError, match="run.eval_every needs run.eval_data"):
+        ppo_config.load_config(None, ["model.path=m", "data.train=t.jsonl", "run.eval_every=5"])
 
 
 def test_eval_k_above_eval_n_is_refused():

@@ -211,7 +211,8 @@ class RunConfig:
     rollouts_max_mb: float = _help("rollouts.jsonl stops growing at this size (logged once)", default=100.0)
     eval_every: int = _help("evaluate on run.eval_data every N steps and at the end, logged as eval/* "
                             "(trainer-client eval's metrics; 0: off)", default=0)
-    eval_data: str = _help("held-out prompts for run.eval_every (the data.train format)", default="")
+    eval_data: str = _help("held-out prompts for run.eval_every (the data.train format); required, except for "
+                           "GRPO on episodes (default: the environment's episodes.eval_split)", default="")
     eval_n: int = _help("completions per held-out prompt", default=1)
     eval_k: tuple[int, ...] = _help("the k of eval/pass@k and eval/maj@k, each <= run.eval_n", default=(1,))
     eval_temperature: float = _help("eval sampling temperature (0: greedy, needs run.eval_n=1)", default=0.0)
@@ -225,8 +226,6 @@ class RunConfig:
         if self.eval_every < 0 or self.eval_max_new_tokens < 0 or self.eval_max_prompts < 0 or self.eval_n < 1:
             raise ValueError("need run.eval_every, run.eval_max_new_tokens, run.eval_max_prompts >= 0 and "
                              "run.eval_n >= 1")
-        if self.eval_every and not self.eval_data:
-            raise ValueError("run.eval_every needs run.eval_data=PATH (held-out prompts)")
         if not self.eval_k or any(k < 1 or k > self.eval_n for k in self.eval_k):
             raise ValueError(f"every run.eval_k must be in 1..run.eval_n={self.eval_n}, got {list(self.eval_k)}")
         if self.eval_temperature < 0 or (self.eval_temperature == 0 and self.eval_n != 1):

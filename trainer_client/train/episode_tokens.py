@@ -39,19 +39,23 @@ def render_messages(tokenizer: Any, messages: Sequence[Mapping[str, Any]], templ
     return "\n\n".join(str(m.get("content") or "") for m in messages) + "\n"
 
 
-def tool_turn_text(tokenizer: Any, output: str, templated: bool, role: str = "tool") -> str:
-    """The text between the end of a policy turn (its eos) and the next policy turn, for a tool's ``output``.
+def tool_turn_text(tokenizer: Any, output: str | Sequence[str], templated: bool, role: str = "tool") -> str:
+    """The text between the end of a policy turn (its eos) and the next policy turn, for a tool's ``output``
+    (or the outputs of the turn's calls, in order: one ``tool`` message each, or one ``user`` message with
+    every response).
 
     Raises ValueError when the chat template does not put its framing after the assistant turn's eos
     (or has no ``tool`` role and ``role`` is tool): say ``episodes.tool_role=user`` or fix the template.
     """
+    outputs = [output] if isinstance(output, str) else list(output)
+    responses = "\n".join(response_text(o) for o in outputs)
     if not templated:
-        return f"\n{response_text(output)}\n"
-    message = {"role": "tool", "content": output} if role == "tool" else \
-        {"role": "user", "content": response_text(output)}
+        return f"\n{responses}\n"
+    messages = [{"role": "tool", "content": o} for o in outputs] if role == "tool" else \
+        [{"role": "user", "content": responses}]
     base = [{"role": "user", "content": "?"}, {"role": "assistant", "content": _TURN_MARK}]
     try:
-        full = tokenizer.apply_chat_template(base + [message], tokenize=False, add_generation_prompt=True)
+        full = tokenizer.apply_chat_template(base + messages, tokenize=False, add_generation_prompt=True)
     except Exception as exc:  # noqa: BLE001 -- a template raises whatever its Jinja code raises
         raise ValueError(f"the chat template cannot render a {role!r} message ({exc}); try "
                          "episodes.tool_role=user") from exc

@@ -8,11 +8,13 @@ Every episode of the batch advances in lockstep: one ``generate`` call writes th
 every running episode (``ModelTurns``; any ``TurnPolicy`` will do, e.g. a scripted one in tests).
 A turn with a tool call (``tool_calls``) is sent to the environment and its output appended as a
 tool turn (not the policy's tokens: ``episode_tokens``); a turn without one is the final message
-(the episode is finished with it); submitting the answer ends the episode with its verification;
+(the episode is finished with it); a turn's calls run in order and their outputs make one tool turn
+(a call that ends the episode stops there); submitting the answer ends the episode with its verification;
 an episode still running after ``max_turns`` turns is finished with its last turn. A malformed
 call is answered with the parse error as tool output (the policy's mistake, not ours). A typed
 failure (the session refused, lost, past its deadline, a tool failed on the server's side) ends the
-episode *unscored*: its reward is None, never 0. Sessions are always closed.
+episode *unscored*: its reward is None, never 0; a row the environment refuses (``EpisodeSpecError``)
+is kept in ``EpisodeRecord.spec_error``, for the caller to stop on. Sessions are always closed.
 """
 
 from __future__ import annotations
@@ -26,12 +28,19 @@ import torch
 
 from reward_core.clients.environment import BlockingEnvironmentClient
 from reward_core.contract import StepScore
-from reward_core.episode_contract import EpisodeError, EpisodeOutcome, EpisodeSpec, EpisodeStatus, ToolCall
+from reward_core.episode_contract import (
+    EpisodeError,
+    EpisodeOutcome,
+    EpisodeSpec,
+    EpisodeSpecError,
+    EpisodeStatus,
+    ToolCall,
+)
 from trainer_client.train.config import SamplingConfig
 from trainer_client.train.episode_tokens import EpisodeTokens, encode, render_messages, tool_turn_text
 from trainer_client.train.episodes_config import EpisodesConfig
 from trainer_client.train.rollouts import completion_lengths, eos_ids_of
-from trainer_client.train.tool_calls import CALL_CLOSE, parse_tool_call, with_tools_prompt
+from trainer_client.train.tool_calls import ParsedCall, parse_tool_calls, stop_strings, with_tools_prompt
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -56,15 +65,17 @@ class TurnPolicy(Protocol):
 class ModelTurns:
     """A causal LM's turns: the contexts left-padded, one ``generate`` call, each turn cut at its end.
 
-    A turn ends at an eos token, at a stop string (``sampling.stop_strings`` and the tool call's closing
-    tag), or after ``sampling.max_new_tokens`` tokens. ``greedy`` decodes greedily (evaluation).
+    A turn ends at an eos token, at a stop string (``sampling.stop_strings`` and, for ``hermes``, the tool
+    call's closing tag: ``tool_calls.stop_strings``), or after ``sampling.max_new_tokens`` tokens.
+    ``greedy`` decodes greedily (evaluation).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, sampling: SamplingConfig, greedy: bool = False) -> None:
+    def __init__(self, model: Any, tokenizer: Any, sampling: SamplingConfig, greedy: bool = False,
+                 tool_call_format: str = "hermes") -> None:
         self.model, self.tokenizer, self.sampling, self.greedy = model, tokenizer, sampling, greedy
         self.eos_ids = eos_ids_of(model, tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
-        self.stop_strings = list(dict.fromkeys([*sampling.stop_strings, CALL_CLOSE]))
+        self.stop_strings = list(dict.fromkeys([*sampling.stop_strings, *stop_strings(tool_call_format)]))
 
     @torch.no_grad()
     def __call__(self, contexts: Sequence[Sequence[int]]) -> list[TurnSample]:
@@ -84,15 +95,16 @@ class ModelTurns:
         self.model.eval()
         out = self.model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **decoding,
                                   max_new_tokens=s.max_new_tokens, eos_token_id=self.eos_ids, pad_token_id=self.pad_id,
-                                  stop_strings=self.stop_strings, tokenizer=self.tokenizer, use_cache=True)
+                                  stop_strings=self.stop_strings or None, tokenizer=self.tokenizer, use_cache=True)
         self.model.train(was_training)
         new = out[:, width:]
         lengths, ended = completion_lengths(new, self.eos_ids, self.pad_id)
         samples = []
+        stop = self.stop_strings or None
         for row, n, eos in zip(new, lengths.tolist(), ended.tolist()):
             turn = row[:n].tolist()
             text = self.tokenizer.decode(turn, skip_special_tokens=True)
-            stopped = any(text.endswith(stop) for stop in self.stop_strings)
+            stopped = stop is not None and any(text.endswith(end) for end in stop)
             samples.append(TurnSample(turn, text, ended=bool(eos), truncated=not eos and not stopped
                                       and n >= s.max_new_tokens))
         return samples
@@ -113,6 +125,7 @@ class EpisodeRecord:
     truncated: bool = False  # its last turn ran into the token budget
     steps: list[StepScore] = field(default_factory=list)  # per-turn rewards, spans in completion tokens
     last_text: str = ""
+    spec_error: str = ""  # the environment refused the spec (EpisodeSpecError): the caller's mistake
 
     @property
     def running(self) -> bool:
@@ -149,10 +162,13 @@ class _Runner:
         try:
             start = self.host.open(record.spec)
         except EpisodeError as exc:
+            if isinstance(exc, EpisodeSpecError):
+                record.spec_error = str(exc)
             _failed(record, exc)
             return
         record.session_id = start.session_id
-        messages = with_tools_prompt(start.messages, start.tools, self.config.tool_prompt)
+        messages = with_tools_prompt(start.messages, start.tools, self.config.tool_prompt,
+                                     self.config.tool_call_format)
         text = render_messages(self.tokenizer, messages, self.templated)
         record.tokens.prompt_ids = list(self.tokenizer(text, add_special_tokens=not self.templated)["input_ids"])
 
@@ -162,33 +178,50 @@ class _Runner:
         except EpisodeError as exc:
             _failed(record, exc)
 
-    def call(self, item: tuple[EpisodeRecord, ToolCall]) -> None:
-        record, call = item
-        record.tools_called.append(call.name)
-        try:
-            result = self.host.call_tool(record.session_id, call)
-        except EpisodeError as exc:
-            _failed(record, exc)
-            return
-        record.tool_calls += 1
-        if result.reward is not None:
+    def calls(self, item: tuple[EpisodeRecord, list[ParsedCall], int]) -> None:
+        """The calls of one turn, in order: outputs (a malformed call's: its error) make one tool turn; the
+        rewards of the turn's calls add up to its step reward; a call that ends the episode stops there."""
+        record, parsed, turn = item
+        outputs: list[str] = []
+        reward: float | None = None
+        for k, call in enumerate(parsed):
+            if call.error:
+                record.malformed_calls += 1
+                outputs.append(f"error: {call.error}")
+                continue
+            record.tools_called.append(call.name)
+            try:
+                result = self.host.call_tool(record.session_id, ToolCall(call.name, call.arguments,
+                                                                         f"call-{turn}-{k}"))
+            except EpisodeError as exc:
+                _failed(record, exc)
+                return
+            record.tool_calls += 1
+            if result.reward is not None:
+                reward = (reward or 0.0) + float(result.reward)
+            if result.finished or result.status.ended:
+                self.step_reward(record, reward)
+                record.outcome = result.outcome or EpisodeOutcome(record.session_id, result.status,
+                                                                  error=result.error, turns=record.turns)
+                return
+            outputs.append(result.output)
+        self.step_reward(record, reward)
+        self.tool_turn(record, outputs)
+
+    def step_reward(self, record: EpisodeRecord, reward: float | None) -> None:
+        """The last turn's reward as a step over its tokens (none: no step)."""
+        if reward is not None:
             end = len(record.tokens.completion_ids)
             start = end - len(record.tokens.pieces[-1][0]) if record.tokens.pieces else 0
-            record.steps.append(StepScore(start, end, float(result.reward)))
-        if result.finished or result.status.ended:
-            record.outcome = result.outcome or EpisodeOutcome(record.session_id, result.status, error=result.error,
-                                                              turns=record.turns)
-            return
-        self.tool_turn(record, result.output)
+            record.steps.append(StepScore(start, end, reward))
 
-    def tool_turn(self, record: EpisodeRecord, output: str) -> None:
+    def tool_turn(self, record: EpisodeRecord, outputs: Sequence[str]) -> None:
         cap = self.config.max_tool_output_chars
-        if len(output) > cap:
-            output = output[:cap] + f"\n[output cut at {cap} characters]"
+        outputs = [o[:cap] + f"\n[output cut at {cap} characters]" if len(o) > cap else o for o in outputs]
         pieces = record.tokens.pieces
         if self.templated and pieces and not (pieces[-1][0] and pieces[-1][0][-1] in self.eos_ids):
             record.tokens.add(self.eos_ids, policy=False)  # the template's turn end the policy did not write
-        text = tool_turn_text(self.tokenizer, output, self.templated, self.config.tool_role)
+        text = tool_turn_text(self.tokenizer, outputs, self.templated, self.config.tool_role)
         record.tokens.add(encode(self.tokenizer, text), policy=False)
 
     def close(self, record: EpisodeRecord) -> None:
@@ -218,15 +251,12 @@ def run_episodes(policy: TurnPolicy, tokenizer: Any, host: BlockingEnvironmentCl
                     record.tokens.add(sample.ids, policy=True)
                     record.turns += 1
                     record.last_text, record.truncated = sample.text, sample.truncated
-                    parsed = parse_tool_call(sample.text)
-                    if parsed is None:
-                        finals.append(record)
-                    elif parsed.error:
-                        record.malformed_calls += 1
-                        runner.tool_turn(record, f"error: {parsed.error}")
+                    parsed = parse_tool_calls(sample.text, config.tool_call_format)
+                    if parsed:
+                        calls.append((record, parsed, turn))
                     else:
-                        calls.append((record, ToolCall(parsed.name, parsed.arguments, f"call-{turn}")))
-                _parallel(pool, runner.call, calls)
+                        finals.append(record)
+                _parallel(pool, runner.calls, calls)
                 _parallel(pool, runner.finish, finals)
             _parallel(pool, runner.finish, [r for r in records if r.running])  # out of turns
         finally:

@@ -23,7 +23,9 @@ the newest checkpoint exactly where the interrupted run would have been.
 
 With ``episodes.environment`` the groups are multi-turn episodes with tool calls instead
 (``episodes``, ``episode_step``): the same advantages and update, the loss on the policy's
-tokens only (``Rollouts.policy_mask``: tool output is not the policy's).
+tokens only (``Rollouts.policy_mask``: tool output is not the policy's); the rows are the
+environment's split's, or data.train's (``episodes.rows_from: data``), and ``run.eval_every``
+runs held-out episodes (``episode_eval``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,15 @@ from trainer_client.rl import (
 )
 from trainer_client.train import checkpointing
 from trainer_client.train.collect import StepData, batch_rewards, collect_step
-from trainer_client.train.episode_step import check_served, collect_episodes, episode_metrics, episode_rows
+from trainer_client.train.episode_eval import EpisodePeriodicEval
+from trainer_client.train.episode_step import (
+    check_row,
+    check_served,
+    collect_episodes,
+    data_rows,
+    episode_metrics,
+    episode_rows,
+)
 from trainer_client.train.episodes import ModelTurns
 from trainer_client.train.grpo_config import GrpoTrainerConfig, to_yaml
 from trainer_client.train.grpo_update import TrainBatch, grpo_update, single_pass
@@ -98,7 +108,7 @@ class GrpoTrainer:
                                            betas=(o.adam_beta1, o.adam_beta2), weight_decay=o.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_warmup(o.warmup_steps))
         data = config.data
-        rows = episode_rows(config.episodes) if config.episodes.enabled else \
+        rows = episode_rows(config.episodes, data) if config.episodes.enabled else \
             read_prompts(data.train, data.task, prompt_key=data.prompt_key, reference_key=data.reference_key)
         self.sampler = PromptSampler(rows, config.run.seed, data.shuffle)
         self.host: BlockingEnvironmentClient | None = None  # episodes: opened at the first step
@@ -112,23 +122,32 @@ class GrpoTrainer:
 
     def train(self) -> RunSummary:
         episodes = self.config.episodes.enabled
+        extra: dict[str, Any] = {"evaluator": lambda c: EpisodePeriodicEval.from_config(c, self.environment_host)} \
+            if episodes else {}
         try:
             return run_training(self, "grpo", lambda m: {"reward": f"{m['reward_mean'] or 0:.3f}",
                                                          "kl": f"{m.get('kl') or 0:.4f}"},
                                 serve_environments=episodes and not self.config.episodes.endpoint,
-                                check_tasks=not episodes)
+                                check_tasks=not episodes, **extra)
         finally:
             if self.host is not None:
                 self.host.close_client()
                 self.host = None
 
     def environment_host(self, scorer: OverlappedScorer) -> BlockingEnvironmentClient:
-        """The environment service's client (episodes.endpoint, else the embedded server's), checked once."""
+        """The environment service's client (episodes.endpoint, else the embedded server's), checked once at the
+        first step, before any episode: the environment and its splits, and that it reads the first row of
+        data.train and of run.eval_data (rows_from: data; a row it refuses is named)."""
         if self.host is None:
-            episodes = self.config.episodes
+            cfg = self.config
+            episodes, run = cfg.episodes, cfg.run
             self.host = BlockingEnvironmentClient(episodes.endpoint or scorer.endpoint, timeout_s=episodes.timeout_s,
                                                   client_id=f"trainer:{self.run_dir}")
-            check_served(episodes, self.host)
+            check_served(episodes, self.host, eval_split=bool(run.eval_every and not run.eval_data))
+            if episodes.rows_from == "data":
+                check_row(episodes, self.host, self.sampler.rows[0], cfg.data.train)
+            if run.eval_every and run.eval_data:
+                check_row(episodes, self.host, data_rows(episodes, cfg.data, run.eval_data)[0], run.eval_data)
         return self.host
 
     def collect(self, scorer: OverlappedScorer) -> tuple[StepData, dict[str, Any]]:
@@ -139,9 +158,10 @@ class GrpoTrainer:
                                 chat_template=cfg.data.chat_template)
             return data, {}
         templated = uses_chat_template(self.tokenizer, cfg.data.chat_template)
-        data, records = collect_episodes(ModelTurns(self.model, self.tokenizer, cfg.sampling), self.tokenizer,
-                                         self.sampler, self.environment_host(scorer), cfg.sampling, cfg.episodes,
-                                         self.step, templated, cfg.grpo.min_valid)
+        turns = ModelTurns(self.model, self.tokenizer, cfg.sampling, tool_call_format=cfg.episodes.tool_call_format)
+        data, records = collect_episodes(turns, self.tokenizer, self.sampler, self.environment_host(scorer),
+                                         cfg.sampling, cfg.episodes, self.step, templated, cfg.grpo.min_valid,
+                                         path=cfg.data.train if cfg.episodes.rows_from == "data" else "")
         return data, episode_metrics(records)
 
     def save(self) -> None:

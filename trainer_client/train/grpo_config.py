@@ -133,9 +133,12 @@ class GrpoTrainerConfig:
     algorithm: str | None = None  # the preset applied under the explicit values (``presets``)
 
     def __post_init__(self) -> None:
-        if not self.data.train and not self.episodes.enabled:
+        if not self.data.train and (not self.episodes.enabled or self.episodes.rows_from == "data"):
             raise ValueError("data.train is required (a JSONL file of prompts, --set data.train=PATH), or "
-                             "episodes.environment=NAME to train on an environment's episodes")
+                             "episodes.environment=NAME to train on an environment's episodes (whose rows are its "
+                             "split's unless episodes.rows_from=data)")
+        if self.run.eval_every and not self.run.eval_data and not self.episodes.enabled:
+            raise ValueError("run.eval_every needs run.eval_data=PATH (held-out prompts)")
         if self.episodes.enabled:
             self._check_episodes()
         if self.sampling.group_size < 2:
@@ -149,11 +152,13 @@ class GrpoTrainerConfig:
 
     def _check_episodes(self) -> None:
         unsupported = [name for name, on in (("grpo.dynamic_sampling", self.grpo.dynamic_sampling),
-                                             ("grpo.overlong_penalty", self.grpo.overlong_penalty),
-                                             ("run.eval_every", self.run.eval_every)) if on]
+                                             ("grpo.overlong_penalty", self.grpo.overlong_penalty)) if on]
         if unsupported:
             raise ValueError(f"episodes.environment={self.episodes.environment!r}: {', '.join(unsupported)} "
                              "apply to single-turn rollouts; set them to their defaults (false/0)")
+        if self.run.eval_every and self.run.eval_n != 1:
+            raise ValueError(f"run.eval_n={self.run.eval_n}: episode evaluation runs one episode per held-out row; "
+                             "set run.eval_n=1 (run.eval_k=[1])")
         if not self.reward.embedded and not self.episodes.endpoint:
             raise ValueError("episodes need an environment service: set episodes.endpoint=host:port, or "
                              "reward.embedded=true (the embedded server then serves the environments)")

@@ -81,17 +81,19 @@ def raise_if_nothing_scored(metrics: Mapping[str, Any], step: int, train_path: s
 
 
 def run_training(trainer: SteppedTrainer, desc: str, postfix: Callable[[Mapping[str, Any]], dict[str, str]], *,
-                 serve_environments: bool = False, check_tasks: bool = True) -> RunSummary:
+                 serve_environments: bool = False, check_tasks: bool = True,
+                 evaluator: Callable[[Any], Any] = PeriodicEval.from_config) -> RunSummary:
     """Steps ``trainer`` to ``run.steps`` (or until ``run.max_time_s``), scoring through one reward scorer.
 
     ``serve_environments``: an embedded reward server also serves environments (episodes);
     ``check_tasks``: check the prompt rows' tasks before step 0 (with ``data.check_tasks``; not for episodes,
-    whose rows are the environment's)."""
+    whose rows the environment verifies); ``evaluator``: config -> the ``run.eval_every`` evaluation (``due``,
+    ``run``, ``plot``; None when off): single-turn ``PeriodicEval`` unless given (episodes: ``episode_eval``)."""
     run = trainer.config.run
     started = time.perf_counter()
     start_step = trainer.step
     rewards: list[float | None] = []
-    periodic = PeriodicEval.from_config(trainer.config)  # run.eval_every: None when off
+    periodic = evaluator(trainer.config)  # run.eval_every: None when off
     bar = tqdm(total=run.steps, initial=trainer.step, disable=not run.progress, desc=desc, unit="step")
     try:
         with open_scorer(trainer.config.reward, trainer.run_dir, serve_environments) as scorer:

@@ -112,6 +112,8 @@ class PpoTrainerConfig:
     def __post_init__(self) -> None:
         if not self.data.train:
             raise ValueError("data.train is required: a JSONL file of prompts (--set data.train=PATH)")
+        if self.run.eval_every and not self.run.eval_data:
+            raise ValueError("run.eval_every needs run.eval_data=PATH (held-out prompts)")
 
 
 def load_config(path: str | Path | None, overrides: Sequence[str] = (), run_dir: str | None = None) -> PpoTrainerConfig:

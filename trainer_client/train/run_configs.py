@@ -37,7 +37,7 @@ FREE_KEYS = frozenset({
     "run.rollouts_max_mb", "run.save_every", "run.keep_checkpoints", "model.threads",
     # held-out evaluation samples in a forked RNG: it watches the run without changing it
     "run.eval_every", "run.eval_data", "run.eval_n", "run.eval_k", "run.eval_temperature", "run.eval_max_new_tokens",
-    "run.eval_max_prompts", "run.eval_correct_at",
+    "run.eval_max_prompts", "run.eval_correct_at", "episodes.eval_split", "episodes.eval_rows",
 })
 
 
