@@ -6,7 +6,7 @@ Adding one is a table there (or in a YAML file given with ``--languages``, same 
 toolchain on the machine or in the runner image; the backends never name a language.
 
 Python runs on the fast path (a pre-imported interpreter forks a child per execution and
-``exec``s the code there); a language with a ``fork_server`` (ruby, php) is forked from a warm
+``exec``s the code there); a language with a ``fork_server`` (ruby, php, R, racket) is forked from a warm
 interpreter of its own per test case (sandbox/runtime/fork_servers.py, process backend as root);
 every other language is compiled once per execution and its binary (or interpreter) is started
 once per test case.

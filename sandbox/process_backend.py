@@ -56,6 +56,7 @@ from sandbox.compile_artifacts import DEFAULT_ENTRIES as ARTIFACT_ENTRIES
 from sandbox.compile_artifacts import DEFAULT_MAX_MB as ARTIFACT_MAX_MB
 from sandbox.compile_artifacts import ArtifactCache
 from sandbox.languages import Language, host_version, load_languages
+from sandbox.runtime_build import built_helpers
 from sandbox.slot_cgroups import IN_SANDBOX as CGROUP_IN_SANDBOX
 from sandbox.slot_cgroups import SlotCgroups
 from sandbox.slot_pool import SlotPool
@@ -147,7 +148,8 @@ def _listdir(path: str) -> list[str]:
 def runtime_files() -> list[Path]:
     """The runtime's modules and fork-server scripts, copied into every slot (never bound: a bind names its
     host path)."""
-    return sorted([*RUNTIME_DIR.glob("*.py"), *RUNTIME_DIR.glob("*.rb"), *RUNTIME_DIR.glob("*.php")])
+    return sorted([*RUNTIME_DIR.glob("*.py"), *RUNTIME_DIR.glob("*.rb"), *RUNTIME_DIR.glob("*.php"),
+                   *RUNTIME_DIR.glob("*.R"), *RUNTIME_DIR.glob("*.rkt")])
 
 
 def _filesystem(config: ProcessSandboxConfig, prefix: str, runtime_fds: Sequence[tuple[int, str]]) -> list[str]:
@@ -313,6 +315,8 @@ class ProcessExecutor:
             self.languages = table
             self.fork_servers = {lang.name: lang.fork_server for lang in table.values()
                                  if lang.fork_server and lang.name not in getattr(table, "unavailable", {})}
+            # C helpers of the fork servers (R's), built once per process; fork servers run as root only.
+            self.runtime = [*runtime_files(), *(built_helpers() if self.as_root and self.fork_servers else ())]
             artifacts = ArtifactCache(self.config.compile_cache_dir or None, self.config.compile_cache_mb << 20,
                                       self.config.compile_cache_entries)
             self.pool = SlotPool(concurrency, self._start_slot, backend=self.name, languages=table,
@@ -323,7 +327,7 @@ class ProcessExecutor:
             raise
 
     def _start_slot(self, index: int) -> SlotHandle:
-        fds = [(os.open(f, os.O_RDONLY | os.O_CLOEXEC), f.name) for f in runtime_files()]
+        fds = [(os.open(f, os.O_RDONLY | os.O_CLOEXEC), f.name) for f in self.runtime]
         try:
             cmd = bwrap_command(self.config, index, self.cgroups.binds(index), self.as_root, fds, self.fork_servers)
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

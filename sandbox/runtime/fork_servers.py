@@ -1,8 +1,10 @@
 """Per-language fork servers: a warm interpreter of the slot that forks one child per execution.
 
 An interpreter whose start-up costs more than a whole sandboxed Python execution (ruby: rubygems,
-~55-85 ms; php: its extensions, ~20 ms) can name a ``fork_server`` in languages.toml: a script of
-this directory (fork_server.rb, fork_server.php) that the
+~55-85 ms; php: its extensions, ~20 ms; R: ~150 ms; racket: ~150 ms, ~1 s with ``#lang racket``) can
+name a ``fork_server`` in languages.toml: a script of this directory (fork_server.rb, fork_server.php;
+fork_server.R and fork_server.rkt, whose system calls are C in fork_server_native.c, built on the host:
+sandbox/runtime_build.py) that the
 template zygote starts once, when the slot starts (the host names the servers on the zygote's
 command line; A can never name an argv), and asks for each execution's process instead of forking
 a B that execs the interpreter. Like the zygote, the server never sees a request: it gets only
@@ -39,7 +41,7 @@ import socket
 from . import forks, linux, seccomp
 
 #: machine -> syscall numbers (wait4, unshare, pidfd_open, capset) a server script calls directly.
-_SYSCALLS = {"x86_64": (61, 272, 434, 126), "aarch64": (260, 97, 434, 91)}
+_SYSCALLS = {"x86_64": (61, 272, 434, 126), "aarch64": (260, 97, 434, 91)}   # R's helper uses libc's own
 #: What a server keeps across its exec: its child's setgroups/setresgid/setresuid and IPC namespace.
 _SERVER_CAPS = (linux.CAP_SETUID, linux.CAP_SETGID, linux.CAP_SYS_ADMIN)
 #: Added to a server's resident size for the programs' memory limit (what it allocates while serving).

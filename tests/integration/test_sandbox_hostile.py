@@ -64,7 +64,7 @@ SLOTS = 2
 #: Languages every sandbox runs (the core set); the others' programs need their toolchain.
 CORE_LANGUAGES = ("python", "cpp")
 #: The languages with attacks of their own, each in every category (hostile/languages.py).
-ATTACKED_LANGUAGES = ("java", "go", "rust", "nodejs", "bash", "ruby", "php")
+ATTACKED_LANGUAGES = ("java", "go", "rust", "nodejs", "bash", "ruby", "php", "R", "racket")
 #: A hostile program that dies of one of these never ran its attack: the test would prove nothing.
 BROKEN_PROGRAM = ("ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError", "NameError")
 

@@ -91,6 +91,8 @@ def test_a_fork_server_is_declared_as_data_and_named_on_the_wire_only_by_a_flag(
     ruby = BUILTIN_LANGUAGES["ruby"]
     assert ruby.fork_server == ("ruby", "{runtime}/fork_server.rb") and ruby.run == ("ruby", "main.rb")
     assert BUILTIN_LANGUAGES["php"].fork_server == ("php", "{runtime}/fork_server.php")
+    assert BUILTIN_LANGUAGES["R"].fork_server == ("Rscript", "--vanilla", "{runtime}/fork_server.R")
+    assert BUILTIN_LANGUAGES["racket"].fork_server == ("racket", "-t", "{runtime}/fork_server.rkt", "-u", "main.rkt")
     assert not BUILTIN_LANGUAGES["python"].fork_server and not BUILTIN_LANGUAGES["cpp"].fork_server
     case = (Case(stdin="", expected_stdout=""),)
     wire = build_wire(ExecutionRequest(code="puts 1", style=Style.STDIO, language="ruby", cases=case), ruby)

