@@ -49,7 +49,7 @@ _KEYS = frozenset({"source_file", "compile", "run", "version", "packages", "set"
                    "paths", "min_processes", "min_memory_mb", "min_open_files", "address_space_mb",
                    "python_fast_path",
                    "class_pattern", "class_default", "install_hint", "test_framework", "npm_packages",
-                   "artifacts", "call_harness", "fork_server"})
+                   "artifacts", "call_harness", "fork_server", "fork_server_opt_in"})
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,9 @@ class Language:
     #: (sandbox/runtime/fork_servers.py): its argv, ``{runtime}`` being the sandbox's runtime directory.
     #: Process backend as root only; elsewhere, and for an override without it, ``run`` is used.
     fork_server: tuple[str, ...] = ()
+    #: The fork server costs every slot more than it saves a typical user (racket's: ~1 s of CPU and
+    #: ~120 MB per slot): started only when the executor's ``fork_servers`` names the language.
+    fork_server_opt_in: bool = False
 
     @property
     def compiled(self) -> bool:
@@ -191,7 +194,8 @@ def language_from_spec(name: str, spec: Mapping[str, Any], where: str = "") -> L
                     npm_packages=_strings(spec.get("npm_packages"), f"{at}: npm_packages"),
                     artifacts=_artifacts(spec.get("artifacts"), at),
                     call_harness=str(spec.get("call_harness", "")),
-                    fork_server=_strings(spec.get("fork_server"), f"{at}: fork_server"), **ints)
+                    fork_server=_strings(spec.get("fork_server"), f"{at}: fork_server"),
+                    fork_server_opt_in=bool(spec.get("fork_server_opt_in", False)), **ints)
 
 
 def _artifacts(value: object, at: str) -> tuple[str, ...]:

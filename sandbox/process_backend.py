@@ -104,11 +104,29 @@ class ProcessSandboxConfig:
     compile_cache_dir: str = ""
     compile_cache_mb: int = ARTIFACT_MAX_MB
     compile_cache_entries: int = ARTIFACT_ENTRIES
+    #: The languages whose fork servers each slot starts (languages.toml ``fork_server``). None: every
+    #: one not marked ``fork_server_opt_in`` (ruby, php, R); "default" in the tuple stands for those.
+    fork_servers: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_memory_mb", "max_processes", "supervisor_memory_mb"):
             if not int(getattr(self, name)) > 0:
                 raise ValueError(f"ProcessSandboxConfig.{name} must be > 0, got {getattr(self, name)!r}")
+
+
+def started_fork_servers(table: Mapping[str, Language], wanted: Sequence[str] | None) -> dict[str, tuple[str, ...]]:
+    """Language name -> the argv of its fork server, for the servers each slot starts: those ``wanted``
+    names (``"default"``: every server not opt-in), or by default every one not opt-in; an installed
+    language only. A wanted name without a fork server is a ValueError."""
+    servers = {lang.name: lang for lang in table.values() if lang.fork_server}
+    names = set(wanted) if wanted is not None else {"default"}
+    unknown = names - set(servers) - {"default"}
+    if unknown:
+        raise ValueError(f"fork_servers: {sorted(unknown)} have no fork server; those that do: {sorted(servers)}")
+    if "default" in names:
+        names |= {name for name, lang in servers.items() if not lang.fork_server_opt_in}
+    unavailable = getattr(table, "unavailable", {})
+    return {name: servers[name].fork_server for name in sorted(names - {"default"}) if name not in unavailable}
 
 
 def _note_once(key: str, msg: str, *args: object) -> None:
@@ -313,8 +331,7 @@ class ProcessExecutor:
                                    max_memory_mb=self.config.max_memory_mb, max_processes=self.config.max_processes)
         try:
             self.languages = table
-            self.fork_servers = {lang.name: lang.fork_server for lang in table.values()
-                                 if lang.fork_server and lang.name not in getattr(table, "unavailable", {})}
+            self.fork_servers = started_fork_servers(table, self.config.fork_servers)
             # C helpers of the fork servers (R's), built once per process; fork servers run as root only.
             self.runtime = [*runtime_files(), *(built_helpers() if self.as_root and self.fork_servers else ())]
             artifacts = ArtifactCache(self.config.compile_cache_dir or None, self.config.compile_cache_mb << 20,

@@ -264,7 +264,8 @@ cat("signal parent:", if (isTRUE(tools::pskill(ppid, 0L))) "yes" else "no", "\\n
 
 @pytest.fixture(scope="module")
 def executor():
-    ex = create_executor("process", concurrency=1)       # one slot: every execution follows the last one there
+    # one slot: every execution follows the last one there; racket's server is opt-in
+    ex = create_executor("process", concurrency=1, fork_servers=("default", "racket"))
     yield ex
     ex.close()
 
