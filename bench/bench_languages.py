@@ -160,11 +160,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--submissions", type=int, default=4,
                         help=f"{CASES}-case submissions per round (default: 4)")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds; the median is reported")
+    parser.add_argument("--fork-servers", default="",
+                        help="process backend: languages whose fork servers the slots start (e.g. default,racket; "
+                             "none); empty: the default set (ruby, php, R)")
     args = parser.parse_args(argv)
     table = load_languages()
     languages, skipped = chosen_languages(table, args.languages)
     compiled = {name: table[name].compiled for name in languages}
-    executor = create_executor(args.backend, concurrency=args.workers, languages=table)
+    servers = {} if args.backend != "process" or not args.fork_servers else {"fork_servers": tuple(
+        n.strip() for n in args.fork_servers.split(",") if n.strip() not in ("", "none"))}
+    executor = create_executor(args.backend, concurrency=args.workers, languages=table, **servers)
     try:
         for name in languages:   # warm-up: slots started, toolchains' files in the page cache
             executor.execute(request(name, 1, 10**6))
