@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import re
 
-#: Chunks holding an ASCII upper-case letter (``\S`` is ``str.split``'s complement, as in ``re``).
-_UPPER_CHUNK = re.compile(r"(?<!\S)\S*[A-Z]\S*")
+_ASCII_CAPITAL = re.compile(r"[A-Z]")
 _HARD = re.compile(r"[\"`;@#$%&?!*()\[\]{}<>]")
 _LETTERS = re.compile(r"[A-Za-z]+")
 #: A cut between two letter runs: ``--``, two or more dots, or a comma or colon before a non-digit.
@@ -52,10 +51,22 @@ def count_capital_words(text: str) -> int | None:
     if not text.isascii() and any(c.isupper() for c in set(text) if not c.isascii()):
         return None
     total = 0
-    for match in _UPPER_CHUNK.finditer(text):
-        chunk = match.group()
-        if not chunk.isascii() or "'" in chunk:
+    for chunk in text.split():  # what ``\S+`` finds: ``re``'s ``\s`` is ``str.isspace``
+        if chunk.islower():  # no upper-case letter: nothing to count, however it is cut
+            continue
+        if not chunk.isascii():
+            if _ASCII_CAPITAL.search(chunk):
+                return None
+            continue
+        if chunk == chunk.lower():  # no capital
+            continue
+        if "'" in chunk:
             return None
+        if chunk.isalpha():  # one run of letters: one piece, upper case or not
+            if chunk.lower() in _CONTRACTED:
+                return None
+            total += chunk.isupper()
+            continue
         for segment in _HARD.split(chunk):
             pieces = _upper_pieces(segment)
             if pieces is None:

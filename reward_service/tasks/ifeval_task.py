@@ -118,30 +118,31 @@ class IfevalTask(Task):
         self.aggregation = choice_option(self.name, "aggregation", aggregation, AGGREGATIONS)
         self.row_grading_mode = bool_option(self.name, "row_grading_mode", row_grading_mode)
         self.after_think = bool_option(self.name, "after_think", after_think)
-        #: Each reference's built instructions and its own aggregation (a reference is parsed and its
-        #: instructions built once; checks are pure, so they serve every response to it).
-        self._built: dict[bytes, tuple[tuple[Instruction, ...], str | None]] = {}
+        #: Each reference's built instructions, their component names and its own aggregation (a reference
+        #: is parsed and its instructions built once; checks are pure, so they serve every response to it).
+        self._built: dict[bytes, tuple[tuple[Instruction, ...], tuple[str, ...], str | None]] = {}
         #: Each distinct instruction (dialect, id, arguments) built, for references not seen yet.
         self._instructions: dict[bytes, Instruction] = {}
 
-    def _parse(self, reference: Mapping[str, Any]) -> tuple[Sequence[Instruction], str]:
-        """The built instructions and the aggregation for this row; raises InvalidReference."""
+    def _parse(self, reference: Mapping[str, Any]) -> tuple[Sequence[Instruction], Sequence[str], str]:
+        """The built instructions, their component names (``index:id``) and the aggregation for this row;
+        raises InvalidReference."""
         key = reference_key(reference)
         known = self._built.get(key) if key is not None else None
         if known is None:
             try:
                 row = parse_instructions(reference)
-                known = (tuple(self._build(row.dialect, instruction_id, arguments)
-                               for instruction_id, arguments in zip(row.instruction_ids, row.kwargs)),
-                         row.aggregation)
+                built = tuple(self._build(row.dialect, instruction_id, arguments)
+                              for instruction_id, arguments in zip(row.instruction_ids, row.kwargs))
             except BadInstruction as exc:
                 raise InvalidReference(f"task {self.name!r}: {exc}") from None
+            known = (built, tuple(f"{i}:{ins.id}" for i, ins in enumerate(built)), row.aggregation)
             if key is not None:
                 if len(self._built) >= MAX_BUILT_ROWS:
                     self._built.clear()
                 self._built[key] = known
-        built, row_aggregation = known
-        return built, row_aggregation if self.row_grading_mode and row_aggregation else self.aggregation
+        built, names, row_aggregation = known
+        return built, names, row_aggregation if self.row_grading_mode and row_aggregation else self.aggregation
 
     def _build(self, dialect: str, instruction_id: str, arguments: Mapping[str, Any]) -> Instruction:
         """One instruction built (raises BadInstruction or UnsupportedInstruction), each distinct one once."""
@@ -165,32 +166,37 @@ class IfevalTask(Task):
     def response_of(self, completion: str) -> str:
         """The text graded: chat special tokens removed, and with ``after_think`` only what follows the
         last ``</think>``."""
-        completion = strip_special_tokens(completion)
+        stripped = strip_special_tokens(completion)
+        if stripped is not completion and stripped != completion.strip():  # a token was removed
+            completion = stripped  # (else only the surrounding space, which IFEval's loose variants read)
         if self.after_think and "</think>" in completion:
             return completion.rsplit("</think>", 1)[1]
         return completion
 
     def score(self, completion: str, reference: Mapping[str, Any], prompt: str = "") -> TaskOutcome:
         try:
-            instructions, aggregation = self._parse(reference)
+            instructions, names, aggregation = self._parse(reference)
         except UnsupportedInstruction as exc:
             return TaskOutcome(0.0, RolloutStatus.ERROR, detail=f"task {self.name!r}: {exc}")
         response = self.response_of(completion)
         if repeats_prompt(response, (reference.get("prompt"), prompt)):
-            zeros = {f"{i}:{ins.id}": 0.0 for i, ins in enumerate(instructions)}
-            return TaskOutcome(0.0, RolloutStatus.NO_ANSWER, zeros, detail="the response only repeats the prompt",
+            return TaskOutcome(0.0, RolloutStatus.NO_ANSWER, dict.fromkeys(names, 0.0),
+                               detail="the response only repeats the prompt",
                                explanation="no answer: the response only repeats the prompt (follows nothing)")
         results = grade(instructions, response, self.tools, self.mode)
-        components = {f"{i}:{ins.id}": float(ok) for i, (ins, ok) in enumerate(zip(instructions, results))}
+        components = dict(zip(names, [1.0 if ok else 0.0 for ok in results]))
+        followed = f"{sum(results)}/{len(results)}"
         missed = [ins.id for ins, ok in zip(instructions, results) if not ok]
-        detail = (f"followed {sum(results)}/{len(results)} ({self.mode}, {aggregation})"
-                  + (f"; not followed: {', '.join(missed)}" if missed else ""))
-        status = RolloutStatus.NO_ANSWER if not response.strip() else RolloutStatus.OK
+        not_followed = f"; not followed: {', '.join(missed)}" if missed else ""
         value = aggregate(results, aggregation)
-        explanation = ("no answer: the response is empty (follows nothing)" if status == RolloutStatus.NO_ANSWER
-                       else f"followed {sum(results)}/{len(results)} instructions ({self.mode}, {aggregation}: "
-                            f"{value:g})" + (f"; not followed: {', '.join(missed)}" if missed else ""))
-        return TaskOutcome(value, status, components=components, detail=detail, explanation=explanation)
+        if not response or response.isspace():  # as ``not response.strip()``, without the copy
+            status, explanation = RolloutStatus.NO_ANSWER, "no answer: the response is empty (follows nothing)"
+        else:
+            status = RolloutStatus.OK
+            explanation = f"followed {followed} instructions ({self.mode}, {aggregation}: {value:g}){not_followed}"
+        return TaskOutcome(value, status, components=components,
+                           detail=f"followed {followed} ({self.mode}, {aggregation}){not_followed}",
+                           explanation=explanation)
 
     def canaries(self) -> list[Canary]:
         return [*generic_canaries(CANARY_ROW, prompt=CANARY_PROMPT),

@@ -16,7 +16,9 @@ same profiles with the same random draws, so the answer is langdetect's own:
   elementwise: ``prob *= weight + p(word)`` row after row; the sum for normalising added left to
   right as Python's ``sum`` of floats adds up to 3.11, and by ``sum`` itself from 3.12, which
   compensates);
-- the answer is kept for the last few n-gram sequences: it depends on nothing else.
+- the answer is kept for the last few n-gram sequences: it depends on nothing else;
+- ``detect`` stops after the trial that leaves the leading language ahead of every other by more than
+  the trials left could add (each at most 1/7 to one language): the first language cannot change.
 
 Without numpy, langdetect's own detector runs (the same answer, slower).
 """
@@ -40,7 +42,8 @@ MAX_CACHED_WORDS = 200_000
 #: N-gram sequences whose language is kept: enough for the texts of the response being graded (IFEval's
 #: eight loose variants of it), cleared when full.
 MAX_CACHED_TEXTS = 16
-_SPACES = re.compile(" +")
+#: Runs of two or more spaces (collapsed to one; a lone space needs no replacing, and is not looked at).
+_SPACES = re.compile("  +")
 TWOPI = 2.0 * math.pi
 #: Generator words fetched at once (a paragraph's seven trials use several hundred).
 WORDS_PER_FETCH = 1024
@@ -48,6 +51,19 @@ WORDS_PER_FETCH = 1024
 DRAWS_PER_STEP = 96
 #: Python's ``sum`` of floats adds them in order up to 3.11 (as ``cumsum`` does); 3.12 compensates.
 _SEQUENTIAL_SUM = sys.version_info < (3, 12)
+
+
+#: ``Detector.n_trial``: trials whose normalised probabilities are averaged.
+N_TRIAL = 7
+#: Room for the rounding of the sums (each of 7 terms at most 1/7, a few ulps each) when telling that the
+#: remaining trials cannot change the most probable language.
+DECIDED_MARGIN = 1e-9
+
+
+def _lead(np: Any, langprob: Any) -> float:
+    """How far the largest value of ``langprob`` is ahead of the next one."""
+    second, first = np.partition(langprob, -2)[-2:]
+    return float(first - second)
 
 
 class _Normaliser(dict):
@@ -173,8 +189,12 @@ class FastDetector:
         #: Every profile n-gram's row: its probability per language (built once, ~40 MB).
         self._index = {w: k for k, w in enumerate(self._map)}
         self._table = numpy.array(list(self._map.values()), dtype=numpy.float64)
-        self._words: dict[tuple[str, bool], tuple[int, ...]] = {}
+        #: Each word's n-gram rows: words followed by a space, and (apart) a text's last word.
+        self._words: dict[str, tuple[int, ...]] = {}
+        self._last_words: dict[str, tuple[int, ...]] = {}
         self._normalise = _Normaliser()
+        #: The same normalisation for ASCII text as a byte table (``bytes.translate``, far faster).
+        self._ascii_normalise = bytes(ord(NGram.normalize(chr(code))) if code < 128 else code for code in range(256))
         self._size = len(factory.langlist)
         #: A detector of the factory's, for its settings and its ranking (creating one seeds a generator).
         self._detector = factory.create()
@@ -205,35 +225,49 @@ class FastDetector:
 
     def ngrams(self, text: str) -> list[int]:
         """``Detector._extract_ngrams`` of a prepared text, each n-gram as its row in the profile table."""
-        pieces = text.translate(self._normalise).split(" ")
-        if len(self._words) > MAX_CACHED_WORDS:
-            self._words.clear()
+        if text.isascii():  # an ASCII character normalises to an ASCII one
+            text = text.encode("ascii").translate(self._ascii_normalise).decode("ascii")
+        else:
+            text = text.translate(self._normalise)
+        pieces = text.split(" ")
+        words, index = self._words, self._index
+        if len(words) + len(self._last_words) > MAX_CACHED_WORDS:
+            words.clear()
+            self._last_words.clear()
         out: list[int] = []
-        last = len(pieces) - 1
-        for i, word in enumerate(pieces):
+        last = pieces.pop()
+        for word in pieces:
             if word:
-                key = (word, i < last)
-                found = self._words.get(key)
+                found = words.get(word)
                 if found is None:
-                    index = self._index
-                    found = self._words[key] = tuple(index[w] for w in word_ngrams(word, i < last, index))
+                    found = words[word] = tuple(index[w] for w in word_ngrams(word, True, index))
                 out.extend(found)
+        if last:
+            found = self._last_words.get(last)
+            if found is None:
+                found = self._last_words[last] = tuple(index[w] for w in word_ngrams(last, False, index))
+            out.extend(found)
         return out
 
     def probabilities(self, ngrams: Sequence[int] | Any, seed: int | None,
-                      alpha: float = Detector.ALPHA_DEFAULT) -> list[float]:
+                      alpha: float = Detector.ALPHA_DEFAULT, until_decided: bool = False) -> list[float]:
         """``Detector._detect_block``'s language probabilities for ``ngrams`` (rows of the profile table,
-        non-empty)."""
+        non-empty). ``until_decided``: stop after the trial that leaves the most probable language ahead of
+        every other by more than the trials still to run could add (each adds at most ``1/7`` to one
+        language): the sums so far, whose first language is the final one's, and over ``PROB_THRESHOLD``."""
         np = self._np
         ids = ngrams if isinstance(ngrams, np.ndarray) else np.fromiter(ngrams, dtype=np.intp, count=len(ngrams))
         stream = _Stream(seed, len(ids), np, self._openings)
         size = self._size
         langprob = np.zeros(size)
         start = np.full(size, 1.0 / size)
-        for _ in range(7):  # Detector.n_trial
+        for trial in range(N_TRIAL):
             weight = (alpha + stream.gauss() * Detector.ALPHA_WIDTH) / Detector.BASE_FREQ
             prob = self._trial(start, ids, weight, stream)
-            langprob += prob / 7
+            langprob += prob / N_TRIAL
+            left = N_TRIAL - 1 - trial
+            if until_decided and 2 * left < N_TRIAL and _lead(np, langprob) > left / N_TRIAL + DECIDED_MARGIN:
+                break
         return langprob.tolist()
 
     def _trial(self, start: Any, ids: Any, weight: float, stream: _Stream) -> Any:
@@ -275,7 +309,8 @@ class FastDetector:
         key = (ids.tobytes(), self._factory.seed, detector.alpha)
         language = self._languages.get(key)
         if language is None:
-            ranked = detector._sort_probability(self.probabilities(ids, self._factory.seed, detector.alpha))
+            ranked = detector._sort_probability(self.probabilities(ids, self._factory.seed, detector.alpha,
+                                                                   until_decided=True))
             language = ranked[0].lang if ranked else Detector.UNKNOWN_LANG
             if len(self._languages) >= MAX_CACHED_TEXTS:
                 self._languages.clear()

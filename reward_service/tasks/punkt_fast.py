@@ -11,7 +11,6 @@ one character at a time in Python (``_get_last_whitespace_index``); ``str.rfind`
 
 from __future__ import annotations
 
-import string
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +36,8 @@ def punkt_tokenizer(params: Any) -> Callable[[str], list[str]]:
             return decided
 
         def _get_last_whitespace_index(self, text: str) -> int:
-            last = max(text.rfind(space) for space in string.whitespace)
+            last = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t"), text.rfind("\r"), text.rfind("\x0b"),
+                       text.rfind("\x0c"))  # string.whitespace, each character
             return last if last > 0 else 0
 
     return CachedPunkt().tokenize

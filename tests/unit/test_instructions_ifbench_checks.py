@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import regex
 
 from reward_core.contract import RolloutStatus
 from reward_service.tasks.ifbench_task import IfbenchTask
@@ -64,6 +65,12 @@ def test_punctuation_cover_needs_interrobang_and_all_six_marks():
 def test_word_count_takes_marks_as_nltk_does():
     # nltk's RegexpTokenizer(r"\w+") runs on the `regex` engine: U+FE0F (after ❤) is a word character there
     assert count_words("I \u2764\ufe0f it") == 3
+
+
+def test_word_count_of_ascii_text_is_the_regex_count_for_every_character():
+    every = "".join(map(chr, range(128)))
+    for text in (every, every[::-1], " ".join(every), "a_b c-d 3.5 x\ty\x1cz"):
+        assert count_words(text) == len(regex.findall(r"\w+", text))
 
 
 def test_trigram_overlap_is_the_share_of_the_responses_character_trigrams():

@@ -133,6 +133,23 @@ def test_multiple_sections_counts_splitter_with_number():
     assert not follows("detectable_format:multiple_sections", text, section_spliter="Section", num_sections=1)
 
 
+def test_multiple_sections_splitter_is_a_regex_and_zero_sections_always_follow():
+    text = "Part 1 foo. Chapter 2 bar."
+    assert follows("detectable_format:multiple_sections", text, section_spliter="(Part|Chapter)", num_sections=2)
+    assert follows("detectable_format:multiple_sections", "no sections", section_spliter="SECTION", num_sections=0)
+    assert not follows("detectable_format:multiple_sections", "no sections", section_spliter="SECTION", num_sections=1)
+
+
+def test_a_text_without_a_divider_is_one_paragraph_unless_blank():
+    assert follows("length_constraints:number_paragraphs", "One. ** Two.\n\nThree.", num_paragraphs=1)
+    assert follows("length_constraints:number_paragraphs", " \n ", num_paragraphs=0)
+
+
+def test_postscript_with_an_own_marker_is_a_lowercased_regex():
+    assert follows("detectable_content:postscript", "Bye.\n  NOTE: later", postscript_marker="Note:")
+    assert not follows("detectable_content:postscript", "Bye. No te", postscript_marker="Note:")
+
+
 def test_json_format_accepts_fenced_json():
     assert follows("detectable_format:json_format", '```json\n{"a": 1}\n```')
     assert not follows("detectable_format:json_format", "{'a': 1}")

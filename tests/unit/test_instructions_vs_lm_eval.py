@@ -109,6 +109,30 @@ def test_hand_picked_responses_agree(peer, ours, response):
     assert grade(ours, response, ENGLISH_TOOLS, "loose") == peer.loose(IDS, KWARGS, response)
 
 
+@_settings
+@given(response=st.tuples(st.sampled_from(["", "\n", " \n", "\n\n"]), st.lists(st.sampled_from(FRAGMENTS), max_size=24)
+                          .map("".join), st.sampled_from(["", "\n", "\n \n"])).map("".join))
+def test_the_task_grades_the_response_as_sent_with_its_surrounding_space(peer, response):
+    """Through ``IfevalTask``: a response with a ``[`` or ``<`` but no special token keeps its leading and
+    trailing space and lines (loose drops its first and last line: a blank first line is one)."""
+    from reward_service.tasks.ifeval_task import IfevalTask
+
+    reference = {"instruction_id_list": IDS, "kwargs": KWARGS}
+    for mode, theirs in (("strict", peer.strict), ("loose", peer.loose)):
+        ours = list(IfevalTask(mode=mode).score(response, reference).components.values())
+        assert ours == [float(ok) for ok in theirs(IDS, KWARGS, response)], mode
+
+
+def test_a_leading_line_break_and_a_placeholder_are_graded_as_lm_eval_does(peer):
+    from reward_service.tasks.ifeval_task import IfevalTask
+
+    ids, kwargs, response = ["length_constraints:number_words"], [{"num_words": 2, "relation": "less than"}], \
+        "\nfoo [x] baz\nbar\n"
+    reference = {"instruction_id_list": ids, "kwargs": kwargs}
+    assert peer.loose(ids, kwargs, response) == [False]
+    assert IfevalTask(mode="loose").score(response, reference).components == {"0:length_constraints:number_words": 0.0}
+
+
 def test_the_bench_corpus_agrees_strict_and_loose(peer):
     """``make bench-tasks``'s rows, scored through the task (its fast tools and per-reference cache)."""
     from bench.bench_tasks_instructions import make_rows

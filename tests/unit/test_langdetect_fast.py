@@ -120,7 +120,8 @@ def test_answers_kept_per_ngram_sequence_are_langdetects_for_each_text() -> None
     fast = FastDetector(_factory())
     worked: list[int] = []
     probabilities = fast.probabilities
-    fast.probabilities = lambda ngrams, *rest: worked.append(1) or probabilities(ngrams, *rest)  # type: ignore
+    fast.probabilities = lambda ngrams, *rest, **options: (  # type: ignore
+        worked.append(1) or probabilities(ngrams, *rest, **options))
     texts = 0
     for _, response in make_rows(12, 5):
         variants = {text for text in response_variants(response, "loose") if _theirs(text) is not None}
@@ -128,3 +129,27 @@ def test_answers_kept_per_ngram_sequence_are_langdetects_for_each_text() -> None
         for text in variants:
             assert fast.detect(text) == _theirs(text)[0]
     assert 0 < len(worked) < texts
+
+
+def test_stopping_once_the_language_is_decided_keeps_langdetects_answer_on_close_calls() -> None:
+    """Texts mixing two or three languages, where trials disagree: detection stops before the seventh trial
+    only when the trials left cannot change the answer (both happen here), and answers langdetect's language."""
+    vocabulary = ["the cat and the dog went home with their friends today".split(),
+                  "le chat et le chien sont rentrés avec leurs amis aujourd'hui".split(),
+                  "der Hund und die Katze gingen heute mit ihren Freunden".split(),
+                  "el gato y el perro fueron a casa con sus amigos hoy".split(),
+                  "il gatto e il cane sono tornati a casa con gli amici oggi".split()]
+    rng = random.Random(9)
+    fast = FastDetector(_factory())
+    trials: list[int] = []
+    run_trial = fast._trial
+    fast._trial = lambda *args: trials.append(1) or run_trial(*args)  # type: ignore[method-assign]
+    stopped_early = ran_all = 0
+    for _ in range(60):
+        languages = rng.sample(vocabulary, rng.randint(2, 3))
+        text = " ".join(rng.choice(rng.choice(languages)) for _ in range(rng.randint(3, 40)))
+        trials.clear()
+        assert fast.detect(text) == _theirs(text)[0]
+        stopped_early += len(trials) < 7
+        ran_all += len(trials) == 7
+    assert stopped_early and ran_all

@@ -66,9 +66,11 @@ def grade(instructions: Sequence[Instruction], response: str, tools: TextTools, 
     """Whether ``response`` follows each instruction, scored ``strict`` or ``loose``."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    variants = response_variants(response, mode)
-    shared = per_response(tools) if len(instructions) > 1 or mode != "strict" else tools
-    return [follows(i, variants, shared) for i in instructions]
+    texts = [v for v in response_variants(response, mode) if v.strip()]  # a blank variant never passes
+    if not texts:
+        return [False] * len(instructions)
+    shared = per_response(tools) if len(instructions) > 1 or len(texts) > 1 else tools
+    return [any(i.check(text, shared) for text in texts) for i in instructions]  # as ``follows``, in order
 
 
 def aggregate(results: Sequence[bool], aggregation: str = "all") -> float:

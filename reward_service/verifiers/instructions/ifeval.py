@@ -30,8 +30,10 @@ _DOUBLE_HIGHLIGHT = re.compile(r"\*\*[^\n\*]*\*\*")
 _PARAGRAPH_DIVIDER = re.compile(r"\s?\*\*\*\s?")
 _PLACEHOLDER = re.compile(r"\[.*?\]")
 _TITLE = re.compile(r"<<[^\n]+>>")
-_PPS = re.compile(r"\s*p\.\s?p\.\s?s.*$", re.MULTILINE)
-_PS = re.compile(r"\s*p\.\s?s\..*$", re.MULTILINE)
+#: IFEval's two postscript patterns (``\s*p\.\s?p\.\s?s.*$`` and ``\s*p\.\s?s\..*$``, multiline) without their
+#: leading ``\s*`` and trailing ``.*$``: where a pattern matches, so does its core, and the other way round.
+_PPS = re.compile(r"p\.\s?p\.\s?s")
+_PS = re.compile(r"p\.\s?s\.")
 _FIRST_WORD_STOP = frozenset(".,?!'\"")
 
 
@@ -86,6 +88,8 @@ def length_number_sentences(a: Args) -> Check:
 
 def count_divided_paragraphs(text: str) -> int | None:
     """Paragraphs between ``***`` dividers; None when an inner one is empty (IFEval: not followed)."""
+    if "***" not in text:  # no divider: the text is the one paragraph, if it is not blank
+        return 1 if text.strip() else 0
     paragraphs = _PARAGRAPH_DIVIDER.split(text)
     count = len(paragraphs)
     for index, paragraph in enumerate(paragraphs):
@@ -148,7 +152,7 @@ def content_postscript(a: Args) -> Check:
         pattern = _PS
     else:
         pattern = compile_pattern(a.instruction_id, r"\s*" + marker.lower() + r".*$", re.MULTILINE)
-    return lambda text, tools: bool(pattern.findall(text.lower()))
+    return lambda text, tools: pattern.search(text.lower()) is not None  # IFEval: findall(...) is not empty
 
 
 def format_number_bullet_lists(a: Args) -> Check:
@@ -176,7 +180,13 @@ def format_multiple_sections(a: Args) -> Check:
     splitter = a.text("section_spliter").strip()
     pattern = compile_pattern(a.instruction_id, r"\s?" + splitter + r"\s?\d+\s?")
     wanted = a.integer("num_sections", minimum=0)
-    return lambda text, tools: len(pattern.split(text)) - 1 >= wanted
+    literal = re.escape(splitter) == splitter  # a plain word: a text without it has no section (split: [text])
+
+    def check(text: str, tools: TextTools) -> bool:
+        if literal and splitter not in text:
+            return 0 >= wanted
+        return len(pattern.split(text)) - 1 >= wanted
+    return check
 
 
 def is_json(text: str) -> bool:

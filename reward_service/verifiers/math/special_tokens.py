@@ -42,15 +42,54 @@ _ROLE = r"(?:[ \t]*(?:system|user|assistant|model|tool|ipython)\b)?"
 _TURN_START = r"(?:<\|im_start\|>|<start_of_turn>|<\|start_header_id\|>|<\|(?:system|user|assistant)\|>)"
 
 
+#: Above this many characters that could open a token, one regex pass beats trying each of them.
+_MAX_TRIED_STARTS = 16
+
+
 @lru_cache(maxsize=16)
-def _token_re(tokens: tuple[str, ...]) -> re.Pattern[str]:
+def _token_pattern(tokens: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """The pattern of every token, and the characters a match can begin with (every shape begins with
+    ``<``; ``[`` is kept too)."""
     literal = "|".join(re.escape(t) for t in sorted(set(tokens), key=len, reverse=True) if t)
     parts = [f"{_TURN_START}{_ROLE}", _BAR_TOKEN] + ([literal] if literal else [])
-    return re.compile("|".join(parts))
+    return re.compile("|".join(parts)), tuple(dict.fromkeys(["<", "[", *(t[0] for t in tokens if t)]))
+
+
+def _token_spans(text: str, pattern: re.Pattern[str], starts: tuple[str, ...]) -> list[tuple[int, int]] | None:
+    """The spans ``pattern.finditer(text)`` finds, found by trying the pattern only where one of ``starts``
+    stands (every match begins with one of them): ``str.find`` skips the rest faster than the regex's scan.
+    None when there are too many such places to try one by one."""
+    places: list[int] = []
+    for start in starts:
+        at = text.find(start)
+        while at >= 0:
+            places.append(at)
+            if len(places) > _MAX_TRIED_STARTS:
+                return None
+            at = text.find(start, at + 1)
+    places.sort()
+    spans, end = [], 0
+    for at in places:
+        if at >= end and (found := pattern.match(text, at)):  # no token is empty: never a zero-width match
+            spans.append((at, end := found.end()))
+    return spans
 
 
 def strip_special_tokens(text: str, tokens: tuple[str, ...] = DEFAULT_SPECIAL_TOKENS) -> str:
-    """``text`` with every special token replaced by a line break (then trailing space trimmed)."""
-    if "<" not in text and "[" not in text:
+    """``text`` with every special token replaced by a line break, then surrounding space trimmed (``text``
+    as it is when it holds no ``<``, ``[`` or other character a token begins with)."""
+    pattern, starts = _token_pattern(tuple(tokens))
+    for start in starts:
+        if start in text:
+            break
+    else:
         return text
-    return _token_re(tuple(tokens)).sub("\n", text).strip()
+    spans = _token_spans(text, pattern, starts)
+    if spans is None:
+        return pattern.sub("\n", text).strip()
+    pieces, end = [], 0
+    for at, after in spans:
+        pieces.append(text[end:at])
+        end = after
+    pieces.append(text[end:])
+    return "\n".join(pieces).strip()
