@@ -41,6 +41,8 @@ from reward_service.jsonl_io import JsonlError, atomic_text_file, dump_line, par
 DEFAULT_EPSILON = 1e-6
 #: Ids shown per kind of flip and task.
 DEFAULT_EXAMPLES = 3
+#: Bytes read from the input file at once (a re-scored file is often 100s of MB: few system calls).
+READ_BUFFER = 2**20
 #: The kinds of change, in report order.
 FLIP_KINDS = ("up", "down", "scored_to_unscored", "unscored_to_scored", "status_changed")
 FLIP_LABELS = {"up": "score rose (0->1)", "down": "score fell (1->0)", "scored_to_unscored": "scored -> unscored",
@@ -113,7 +115,8 @@ def flip_report(pairs: Iterable[tuple[OldResult, RolloutResult | OldResult]], ep
         flips.total += 1
         flips.old_versions.add(old.verifier_version)
         flips.new_versions.add(new.verifier_version)
-        kind = classify(old, new, epsilon)
+        # (classify's first test, inline: a re-score of 100,000s of rollouts changes few)
+        kind = None if old.status is new.status and old.score == new.score else classify(old, new, epsilon)
         if kind is None:
             flips.unchanged += 1
             continue
@@ -172,7 +175,7 @@ class _BadLine(ValueError):
     """What is wrong with one line (``read_scored`` adds the file and line number)."""
 
 
-def _old_result(data: Mapping[str, Any], task: str) -> OldResult:
+def _old_result(data: Mapping[str, Any], rid: str, task: str) -> OldResult:
     try:
         name = data["status"]
         status = _STATUS_BY_NAME.get(name) if isinstance(name, str) else None
@@ -183,7 +186,7 @@ def _old_result(data: Mapping[str, Any], task: str) -> OldResult:
         raise _BadLine("no 'status': not a results line (score --out writes them)") from None
     except (TypeError, ValueError) as exc:
         raise _BadLine(str(exc)) from None
-    return OldResult(str(data["id"]), task, status, score, str(data.get("verifier_version") or ""))
+    return OldResult(rid, task, status, score, str(data.get("verifier_version") or ""))
 
 
 def _scored_line(line: bytes, default_task: str, by_id: Mapping[str, Rollout], rollouts_path: str | Path | None,
@@ -208,7 +211,7 @@ def _scored_line(line: bytes, default_task: str, by_id: Mapping[str, Rollout], r
     else:
         raise _BadLine(f"no rollout with id {rid!r} in {rollouts_path}" if rollouts_path else
                        "the line holds no rollout: score with --keep-inputs, or give --rollouts (the scored --in file)")
-    return rollout, _old_result(data, rollout.task)
+    return rollout, _old_result(data, rid, rollout.task)
 
 
 def read_scored(path: str | Path, rollouts_path: str | Path | None = None,
@@ -218,7 +221,7 @@ def read_scored(path: str | Path, rollouts_path: str | Path | None = None,
     by_id = {r.id: r for r in read_rollouts(rollouts_path, default_task)} if rollouts_path else {}
     pairs: list[tuple[Rollout, OldResult]] = []
     seen: set[str] = set()
-    with open(path, "rb") as f:
+    with open(path, "rb", buffering=READ_BUFFER) as f:
         for lineno, line in enumerate(f, 1):
             if line.isspace() or not line:  # (isspace stops at the first character of a JSON line)
                 continue
@@ -265,11 +268,12 @@ def _rescore(args: argparse.Namespace, score: Scorer, cached: CacheAnswers | Non
     del pairs
     _refuse_mixed(mixed_versions(old), f"the old results in {args.in_path}", args.force)
     with tqdm(total=len(rollouts), unit="rollout", desc="re-scoring", disable=args.quiet) as bar:
-        lines, new = _new_results(rollouts, args, score, cached, bar)
+        answers, fresh = _new_results(rollouts, args, score, cached, bar)
+    new = _new_verdicts(rollouts, answers, fresh)
     _refuse_mixed(mixed_versions(new), "the new results (replicas of different builds behind --endpoint?)",
                   args.force)
     with atomic_text_file(args.out_path) as out:
-        write_lines(out, (dump_line(line) for line in lines))
+        write_lines(out, _output_lines(rollouts, answers, fresh))
     report = flip_report(zip(old, new), args.epsilon, args.examples)
     print(format_report(report))
     changed = sum(f.flips for f in report.values())
@@ -278,30 +282,39 @@ def _rescore(args: argparse.Namespace, score: Scorer, cached: CacheAnswers | Non
 
 
 def _new_results(rollouts: list[Rollout], args: argparse.Namespace, score: Scorer, cached: CacheAnswers | None,
-                 bar: tqdm) -> tuple[list[dict[str, Any]], list[OldResult | RolloutResult]]:
-    """Each rollout's output line (its fields, then its new result's: ``{**rollout, **result}``) and its new
-    verdict, in order: from the cache where it answers, from ``score`` for the rest."""
+                 bar: tqdm) -> tuple[list[dict[str, Any] | None], list[RolloutResult]]:
+    """Per rollout, the cache's answer (its result line's fields) or None; and the results ``score`` gave for
+    the rollouts the cache did not answer, in order."""
     answers = cached(rollouts) if cached is not None else [None] * len(rollouts)
     misses = [rollout for rollout, answer in zip(rollouts, answers) if answer is None]
     bar.update(len(rollouts) - len(misses))
     scored = list(score(misses, args, bar)) if misses else []
     if len(scored) != len(misses):
         raise RuntimeError(f"the scorer answered {len(scored)} of {len(misses)} rollouts: nothing written")
-    fresh = iter(scored)
-    lines: list[dict[str, Any]] = []
-    new: list[OldResult | RolloutResult] = []
+    return answers, scored
+
+
+def _new_verdicts(rollouts: list[Rollout], answers: list[dict[str, Any] | None],
+                  fresh: list[RolloutResult]) -> list[OldResult | RolloutResult]:
+    """Each rollout's new verdict, in order: a cache answer's as an OldResult (no result object), else the
+    next fresh result."""
+    results = iter(fresh)
+    status_of = _STATUS_BY_NAME
+    return [next(results) if answer is None else
+            OldResult(rollout.id, rollout.task, status_of[answer["status"]], answer["score"],
+                      answer.get("verifier_version", ""))
+            for rollout, answer in zip(rollouts, answers)]
+
+
+def _output_lines(rollouts: list[Rollout], answers: list[dict[str, Any] | None],
+                  fresh: list[RolloutResult]) -> Iterator[bytes]:
+    """Each rollout's output line, dumped as it is made: its fields, then its new result's (``{**rollout,
+    **result}``), from the cache's answer or the next fresh result."""
+    results = iter(fresh)
     for rollout, answer in zip(rollouts, answers):
         line = rollout.to_dict()
-        if answer is None:
-            result = next(fresh)
-            line.update(result.to_dict())
-            new.append(result)
-        else:  # the cache's answer: the verdict the flip report needs, no result object
-            line.update(answer)
-            new.append(OldResult(rollout.id, rollout.task, _STATUS_BY_NAME[answer["status"]], answer["score"],
-                                 answer.get("verifier_version", "")))
-        lines.append(line)
-    return lines, new
+        line.update(next(results).to_dict() if answer is None else answer)
+        yield dump_line(line)
 
 
 def add_rescore_arguments(parser: argparse.ArgumentParser) -> None:

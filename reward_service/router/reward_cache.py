@@ -51,8 +51,7 @@ READ_BATCH = 500
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(TaskOutcome))
 _FIELD_SET = frozenset(_FIELDS)
-#: An empty part of a key: its length (0), and no bytes.
-_EMPTY_PART = bytes(8)
+_STATUS_BY_VALUE = {int(status): status for status in RolloutStatus}
 
 
 def cache_key(rollout: Rollout, version: str, ignores: frozenset[str] = frozenset(),
@@ -63,16 +62,15 @@ def cache_key(rollout: Rollout, version: str, ignores: frozenset[str] = frozense
     which the caller may pass when it has it already.
     """
     task, completion, reference, prompt, metadata = dedup_key or rollout.dedup_key()
-    digest = hashlib.sha256(_key_prefix(task, version))
-    for part in (reference, completion, "" if "prompt" in ignores else prompt,
-                 "" if "metadata" in ignores else metadata):
-        if part:
-            data = part.encode("utf-8", "surrogatepass")
-            digest.update(len(data).to_bytes(8, "big"))
-            digest.update(data)
-        else:
-            digest.update(_EMPTY_PART)
-    return digest.digest()
+    if ignores:
+        prompt = "" if "prompt" in ignores else prompt
+        metadata = "" if "metadata" in ignores else metadata
+    # one SHA-256 call over the parts joined (a rescore hashes 100,000s of keys): the same digest as fed part by part
+    ref, text = reference.encode("utf-8", "surrogatepass"), completion.encode("utf-8", "surrogatepass")
+    prompt_bytes, meta = prompt.encode("utf-8", "surrogatepass"), metadata.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(b"".join((_key_prefix(task, version), len(ref).to_bytes(8, "big"), ref,
+                                    len(text).to_bytes(8, "big"), text, len(prompt_bytes).to_bytes(8, "big"),
+                                    prompt_bytes, len(meta).to_bytes(8, "big"), meta))).digest()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -106,8 +104,11 @@ def decode_outcome(text: str) -> TaskOutcome | None:
         data = _loads(text)
         if type(data) is not dict or data.keys() != _FIELD_SET:
             return None
-        data["status"] = RolloutStatus(data["status"])
-        data["steps"] = tuple(StepScore(**step) for step in data["steps"])
+        status = _STATUS_BY_VALUE.get(data["status"])  # (RolloutStatus(value), without the enum's call)
+        if status is None:
+            return None
+        data["status"] = status
+        data["steps"] = tuple(StepScore(**step) for step in data["steps"]) if data["steps"] else ()
         return TaskOutcome(**data)
     except (ValueError, TypeError, KeyError):
         return None
@@ -288,12 +289,14 @@ class RewardCache:
         missing = [i for i, outcome in enumerate(outcomes) if outcome is None]
         if missing and self._store is not None:
             stored = self._store.get_many([keys[i] for i in missing])
+            read: list[tuple[bytes, TaskOutcome, int]] = []
             for i in missing:
                 text = stored.get(keys[i])
                 outcome = decode_outcome(text) if text is not None else None
                 if outcome is not None:
-                    self._remember(keys[i], outcome, len(text))  # type: ignore[arg-type]
+                    read.append((keys[i], outcome, len(text)))  # type: ignore[arg-type]
                     outcomes[i] = outcome
+            self._remember_many(read)
         with self._lock:
             found_now = sum(outcome is not None for outcome in outcomes)
             self._hits += found_now
@@ -313,15 +316,22 @@ class RewardCache:
         return True
 
     def _remember(self, key: bytes, outcome: TaskOutcome, size: int) -> None:
-        cost = size + ENTRY_OVERHEAD_BYTES
+        self._remember_many([(key, outcome, size)])
+
+    def _remember_many(self, entries: list[tuple[bytes, TaskOutcome, int]]) -> None:
+        """Puts (key, outcome, serialized size) entries in memory, in order, then evicts the least recently used
+        past the bounds (what evicting after each entry leaves: the newest entries that fit)."""
+        memory = self._memory
         with self._lock:
-            old = self._memory.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._memory[key] = (outcome, cost)
-            self._bytes += cost
-            while self._memory and (len(self._memory) > self.max_entries or self._bytes > self.max_bytes):
-                _, (_, freed) = self._memory.popitem(last=False)
+            for key, outcome, size in entries:
+                cost = size + ENTRY_OVERHEAD_BYTES
+                old = memory.pop(key, None)
+                if old is not None:
+                    self._bytes -= old[1]
+                memory[key] = (outcome, cost)
+                self._bytes += cost
+            while memory and (len(memory) > self.max_entries or self._bytes > self.max_bytes):
+                _, (_, freed) = memory.popitem(last=False)
                 self._bytes -= freed
                 self._evictions += 1
 

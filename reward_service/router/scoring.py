@@ -417,22 +417,28 @@ class Scorer:
         answers: list[dict[str, Any] | None] = [None] * len(rollouts)
         if self.cache is None or self.cache.empty:
             return answers
-        checks: dict[str, _CachePolicy | None] = {}
+        # task -> (its policy, its reference check), or None when the cache may not answer it
+        checks: dict[str, tuple[_CachePolicy, Callable[[Mapping[str, Any]], None]] | None] = {}
         asked: list[int] = []
         keys: list[bytes] = []
         for i, rollout in enumerate(rollouts):
             task = rollout.task
-            policy = checks.get(task, _UNSEEN)
-            if policy is _UNSEEN:
-                policy = checks[task] = self._answerable(task)
-            if policy is None or not self._reference_accepted(rollout):
+            check = checks.get(task, _UNSEEN)
+            if check is _UNSEEN:
+                policy = self._answerable(task)
+                check = checks[task] = (policy, self.registry.get(task).check_reference) if policy else None
+            if check is None:
+                continue
+            try:  # as _precheck: the cache answers only the rollouts it lets through to their task
+                check[1](rollout.reference)
+            except Exception:  # noqa: BLE001 -- submit answers it: INVALID_REFERENCE, or ERROR for a task's bug
                 continue
             asked.append(i)
-            keys.append(cache_key(rollout, policy.version, policy.ignores))
+            keys.append(cache_key(rollout, check[0].version, check[0].ignores))
         for i, outcome in zip(asked, self.cache.get_many(keys)):
             if outcome is not None:
-                rollout = rollouts[i]
-                answers[i] = cached_result_fields(outcome, rollout.task, self._policies[rollout.task].version)
+                task = rollouts[i].task
+                answers[i] = cached_result_fields(outcome, task, checks[task][0].version)  # type: ignore[index]
         return answers
 
     def _answerable(self, task: str) -> _CachePolicy | None:
@@ -442,14 +448,6 @@ class Scorer:
             return None
         policy = self._policy(task)
         return policy if policy.cached and not policy.groupwise else None
-
-    def _reference_accepted(self, rollout: Rollout) -> bool:
-        """Whether ``_precheck`` lets the rollout through to its task (the cache answers only those)."""
-        try:
-            self.registry.get(rollout.task).check_reference(rollout.reference)
-        except Exception:  # noqa: BLE001 -- submit answers it: INVALID_REFERENCE, or ERROR for a task's bug
-            return False
-        return True
 
     def retry_after_ms(self) -> int:
         """A client's back-off hint: about the time the workers need for what is pending now."""
