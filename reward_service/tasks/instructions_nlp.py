@@ -8,8 +8,8 @@ wheel (NLTK's ``punkt_tab/english`` compiled into Python literals) and run in nl
 ``PunktSentenceTokenizer``; langdetect's profiles ship inside its wheel. langdetect is random
 unless seeded, so ours uses its own factory with seed 0 (the same text always gets the same
 language; the process-wide ``DetectorFactory.seed`` is left alone), and runs langdetect's algorithm
-through ``langdetect_fast`` (the same answer, faster). Loaded once per process,
-on first use.
+through ``langdetect_fast`` (the same answer, faster); plain sentences skip the Treebank tokenizer's
+regex passes (``treebank_fast``: the same tokens). Loaded once per process, on first use.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from reward_service.tasks.capital_words import count_capital_words
+from reward_service.tasks.lower_words import lower_start_word
 from reward_service.verifiers.instructions import TextTools
 
 
@@ -41,7 +42,9 @@ def _punkt_english() -> Callable[[str], list[str]]:
 def _treebank_words() -> Callable[[str], list[str]]:
     from nltk.tokenize.destructive import NLTKWordTokenizer
 
-    return NLTKWordTokenizer().tokenize
+    from reward_service.tasks.treebank_fast import fast_treebank
+
+    return fast_treebank(NLTKWordTokenizer().tokenize)  # plain sentences split without nltk's regex passes
 
 
 def word_tokenize(text: str) -> list[str]:
@@ -110,4 +113,5 @@ def is_emoji(text: str) -> bool:
 
 ENGLISH_TOOLS = TextTools(split_sentences=split_sentences, word_tokenize=word_tokenize,
                           detect_language=detect_language, count_syllables=count_syllables, is_emoji=is_emoji,
-                          sentence_words=sentence_words, count_capital_words=count_capital_words)
+                          sentence_words=sentence_words, count_capital_words=count_capital_words,
+                          lower_start_word=lower_start_word)

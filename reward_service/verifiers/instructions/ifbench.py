@@ -21,6 +21,8 @@ from reward_service.verifiers.instructions.text_tools import count_words
 
 _STRIP = string.punctuation + " "
 _NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_BRACKETS = re.compile(r"[()\[\]{}]")
+_QUOTES = re.compile("[\"']")
 _CONJUNCTIONS = frozenset(("and", "but", "for", "nor", "or", "so", "yet"))
 _PERSON_NAMES = ("Emma", "Liam", "Sophia", "Jackson", "Olivia", "Noah", "Ava", "Lucas", "Isabella", "Mason", "Mia",
                  "Ethan", "Charlotte", "Alexander", "Amelia", "Benjamin", "Harper", "Leo", "Zoe", "Daniel", "Chloe",
@@ -135,7 +137,7 @@ def nested_parentheses(a: Args) -> Check:
 
     def check(text: str, tools: object) -> bool:
         open_, deepest = [], 0
-        for char in text:
+        for char in _BRACKETS.findall(text):  # the other characters change nothing
             if char in "([{":
                 open_.append(char)
                 deepest = max(deepest, len(open_))
@@ -153,7 +155,7 @@ def nested_parentheses(a: Args) -> Check:
 def nested_quotes(a: Args) -> Check:
     def check(text: str, tools: object) -> bool:
         open_, reached = [], 0
-        for char in text:
+        for char in _QUOTES.findall(text):  # the other characters change nothing
             if open_ and char == open_[-1]:
                 open_.pop()
                 if reached - len(open_) >= 3:

