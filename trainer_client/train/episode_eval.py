@@ -85,12 +85,6 @@ class EpisodePeriodicEval:
 
     def plot(self, run_dir: str | Path) -> Path | None:
         """Draws ``RUN_DIR/eval_curves.png``; without matplotlib, logs a note and draws nothing."""
-        from trainer_client.train.plot import PlotUnavailable, plot_eval
+        from trainer_client.train.plot import plot_eval_at_end
 
-        try:
-            path = plot_eval(run_dir)
-        except (PlotUnavailable, FileNotFoundError) as exc:  # no matplotlib; or a resumed run with no step left
-            logger.info("no eval plot: %s", exc)
-            return None
-        logger.info("eval curves: %s", path)
-        return path
+        return plot_eval_at_end(run_dir)

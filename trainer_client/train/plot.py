@@ -11,11 +11,14 @@ install it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from trainer_client.train.run_logging import read_metrics
+
+logger = logging.getLogger(__name__)
 
 
 class PlotUnavailable(RuntimeError):
@@ -62,6 +65,18 @@ def eval_curves(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
                     and "/" not in k[len(EVAL_PREFIX):] and k[len(EVAL_PREFIX):].startswith(
                         ("accuracy", "reward_mean", "pass@", "maj@"))})
     return {"steps": [r["step"] for r in rows], **{n: [r.get(EVAL_PREFIX + n) for r in rows] for n in names}}
+
+
+def plot_eval_at_end(run_dir: str | Path) -> Path | None:
+    """What a trainer's periodic eval does at the end of a run: ``plot_eval``, or, without matplotlib (or a
+    resumed run with no step left to draw), a logged note and None."""
+    try:
+        path = plot_eval(run_dir)
+    except (PlotUnavailable, FileNotFoundError) as exc:
+        logger.info("no eval plot: %s", exc)
+        return None
+    logger.info("eval curves: %s", path)
+    return path
 
 
 def plot_eval(run_dir: str | Path, out: str | Path | None = None) -> Path:
