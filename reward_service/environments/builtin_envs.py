@@ -1,28 +1,39 @@
 """The built-in environments: ``arithmetic_tools`` and ``math_tools`` (splits ``train`` and ``test``).
 
 * ``arithmetic_tools`` -- the product of two 5-7 digit numbers, generated from the seed: a small
-  policy cannot multiply them in its head but can with the ``calculator``; the trainer's tool-use
-  demo and the episode benchmark's task. Tools: calculator, submit_answer. Reward: the ``math``
-  task on the submitted answer.
+  policy cannot multiply them in its head but can with the ``calculator``; the episode benchmark's
+  task. Tools: calculator, submit_answer. Reward: the ``math`` task on the submitted answer.
+  ``arithmetic_tools_short`` is the same with 3-digit operands (``digits``), 6-digit products
+  (``product_digits``) and a shorter system prompt: still beyond a tiny policy's head, short
+  enough for it to copy into the call; the trainer's tool-use demo.
 * ``math_tools`` -- a math problem with a checkable answer (linear equations, sums of fractions,
   modular powers, sums of squares, generated from the seed), or any MATH/GSM8K-style row a caller
   sends (``{"problem"|"question"|"prompt": ..., "answer": ...}``). Tools: python, calculator,
   submit_answer. Reward: the ``math`` task on the submitted answer.
 
 Rows are a pure function of (environment, split, seed, index); the two splits draw from separate
-streams, so a test row is not a train row by construction of its seed.
+streams, so a test row is not a train row by construction of its seed. The arithmetic environments
+also keep their problems apart: a pair of operands (in either order) belongs to one split only
+(``operand_split``), so no test problem is a train problem, whatever the seeds and sizes.
 """
 
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
-from reward_service.environments.env_api import Environment, InvalidRow, check_index, seeded_rng
+from reward_service.environments.env_api import Environment, EnvironmentLoadError, InvalidRow, check_index, seeded_rng
 
 SUBMIT_HINT = "When you are sure, call submit_answer with the final answer only."
+
+
+def operand_split(a: int, b: int) -> str:
+    """The split a pair of operands belongs to (either order): ``test`` for one pair in ten, else ``train``."""
+    low, high = sorted((a, b))
+    return "test" if zlib.crc32(f"{low}*{high}".encode()) % 10 == 0 else "train"
 
 
 class ArithmeticTools(Environment):
@@ -33,7 +44,12 @@ class ArithmeticTools(Environment):
     tools = ("calculator", "submit_answer")
     task = "math"
     max_turns = 8
+    version = "2"  # 2: a pair of operands belongs to one split only (operand_split)
     system_prompt = "You can call tools. " + SUBMIT_HINT
+    #: How many digits each operand has: drawn uniformly from this range (both ends included).
+    digits: ClassVar[tuple[int, int]] = (5, 7)
+    #: How many digits the product may have (both ends included; None: whatever the operands give).
+    product_digits: ClassVar[tuple[int, int] | None] = None
 
     def splits(self) -> Mapping[str, int]:
         return {"train": 100_000, "test": 1_000}
@@ -41,8 +57,36 @@ class ArithmeticTools(Environment):
     def row(self, split: str, index: int, seed: int) -> Mapping[str, Any]:
         check_index(self, split, index)
         rng = seeded_rng(self.name, split, seed, index)
-        a, b = (rng.randrange(10 ** (digits - 1), 10 ** digits) for digits in (rng.randint(5, 7), rng.randint(5, 7)))
-        return {"prompt": f"What is {a} * {b}?", "reference": {"answer": str(a * b)}, "operands": [a, b]}
+        low, high = self.digits
+        longest = self.product_digits or (1, 2 * high)
+        while True:  # redraw a pair of the other split (one in ten for train, nine in ten for test) or size
+            a, b = (rng.randrange(10 ** (d - 1), 10 ** d) for d in (rng.randint(low, high), rng.randint(low, high)))
+            if operand_split(a, b) == split and longest[0] <= len(str(a * b)) <= longest[1]:
+                return {"prompt": f"What is {a} * {b}?", "reference": {"answer": str(a * b)}, "operands": [a, b]}
+
+    def check(self) -> None:
+        super().check()
+        low, high = self.digits
+        if not 2 <= low <= high:
+            raise EnvironmentLoadError(f"environment {self.name!r}: digits={self.digits} must be (low, high) with "
+                                       "2 <= low <= high (fewer than 2 digits leaves too few pairs per split)")
+        if self.product_digits is not None and not (
+                2 * low - 1 <= self.product_digits[0] <= self.product_digits[1] <= 2 * high):
+            raise EnvironmentLoadError(f"environment {self.name!r}: product_digits={self.product_digits} must be "
+                                       f"(low, high) with {2 * low - 1} <= low <= high <= {2 * high} "
+                                       f"(digits={self.digits})")
+
+
+class ArithmeticToolsShort(ArithmeticTools):
+    """``arithmetic_tools`` with 3-digit operands, 6-digit products and a one-line system prompt (the tool-use
+    demo's task: every answer the same length, so a tiny policy copies it at one offset)."""
+
+    name = "arithmetic_tools_short"
+    description = ("the exact product of two 3-digit numbers (a 6-digit product); a calculator is offered; "
+                   "reward: the math task")
+    digits = (3, 3)
+    product_digits = (6, 6)
+    system_prompt = "Tools: calculator, submit_answer."
 
 
 class MathTools(Environment):

@@ -17,13 +17,13 @@ import logging
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 
-from reward_service.environments.builtin_envs import ArithmeticTools, MathTools
+from reward_service.environments.builtin_envs import ArithmeticTools, ArithmeticToolsShort, MathTools
 from reward_service.environments.env_api import Environment, EnvironmentLoadError
 
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "reward_service.environments"
-BUILTIN_ENVIRONMENTS: tuple[type[Environment], ...] = (ArithmeticTools, MathTools)
+BUILTIN_ENVIRONMENTS: tuple[type[Environment], ...] = (ArithmeticTools, ArithmeticToolsShort, MathTools)
 
 
 class UnknownEnvironment(KeyError):
