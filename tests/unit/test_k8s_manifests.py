@@ -7,7 +7,8 @@ probe ports, DNS targets, the sandbox's NetworkPolicy and privileges (against do
 grace periods, and every env variable against the servers' config dataclasses.
 
 Checked on the files as written (base + components/rm) and, where ``kubectl`` is installed, on
-``kubectl kustomize`` renders of the base and of overlays/rm-tls (TLS patches included).
+``kubectl kustomize`` renders of the base, of overlays/rm-tls (TLS patches included) and of
+overlays/environments (episodes, with session affinity at the door).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def _render(target: str) -> list[dict]:
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
-SOURCES = ["files", "render:base", "render:overlays/rm-tls"]
+SOURCES = ["files", "render:base", "render:overlays/rm-tls", "render:overlays/environments"]
 
 
 @pytest.fixture(scope="module", params=SOURCES)
@@ -352,3 +353,22 @@ def test_env_variables_are_read_by_the_servers(docs):
     for name, dep in _by_kind(docs, "Deployment").items():
         unknown = set(_env(_container(dep))) - known[name]
         assert not unknown, f"{name}: no server flag reads {sorted(unknown)}"
+
+
+def test_environments_overlay_serves_episodes_with_session_affinity_at_the_door():
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl (for `kubectl kustomize`) is not installed")
+    docs = _render("overlays/environments")
+    env = _env(_container(_by_kind(docs, "Deployment")["reward"]))
+    assert env["REWARD_SERVICE_SERVE_ENVIRONMENTS"]["value"] == "true"
+    target = DNS_TARGET.match(env["REWARD_SERVICE_ENV_SANDBOX_ENDPOINT"]["value"])
+    assert target and target.group(1) == "sandbox" and int(target.group(3)) == PORTS["sandbox"]
+    service = _by_kind(docs, "Service")["http"]["spec"]
+    assert service["sessionAffinity"] == "ClientIP"
+    ingress = _by_kind(docs, "Ingress")["http-sessions"]
+    assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/upstream-hash-by"] == \
+        "$http_x_session_id"   # ORS's X-Session-ID (reward_service/http_door/ors.py reads that header)
+    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+    assert backend == {"name": "http", "port": {"number": PORTS["http"]}}
+    base = _render("base")
+    assert "sessionAffinity" not in _by_kind(base, "Service")["http"]["spec"]   # stateless scoring spreads
