@@ -47,6 +47,9 @@ pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bu
 PYTHON_FIT = Limits(wall_s=30.0, cpu_s=30.0, memory_mb=64, max_processes=4, open_files=16, scratch_mb=8)
 #: An endless loop must end as TIMEOUT on these.
 SHORT = Limits(wall_s=1.0, cpu_s=1.0)
+#: A test framework's run (a JVM with the JUnit console launcher scanning the class path, jest under node):
+#: its CPU time, threads included, grows with the machine's contention; these tests check verdicts, not speed.
+FRAMEWORK = Limits(wall_s=60.0, cpu_s=30.0)
 #: JVM languages: seconds per run (a JVM start, scalac or kotlinc), so `make test-fast` leaves them out.
 JVM = frozenset({"java", "junit", "scala", "kotlin_script"})
 ALL = [lang.name for lang in languages_in_set("all")]
@@ -74,8 +77,8 @@ def requests_for(language: str) -> dict[str, ExecutionRequest]:
         out["endless"] = stdio(ENDLESS[language], language, [("", "")], SHORT)
     if language in TEST_FILES:
         passing, failing = TEST_FILES[language]
-        out["tests_pass"] = stdio(passing, language, [("", "")])
-        out["tests_fail"] = stdio(failing, language, [("", "")])
+        out["tests_pass"] = stdio(passing, language, [("", "")], FRAMEWORK)
+        out["tests_fail"] = stdio(failing, language, [("", "")], FRAMEWORK)
     if language in FIXED_OUTPUT:
         out["fixed_output"] = stdio(FIXED_OUTPUT[language][0], language, [("", FIXED_OUTPUT[language][1])],
                                     PYTHON_FIT)
