@@ -117,10 +117,8 @@ class ProcessSandboxConfig:
 def started_fork_servers(table: Mapping[str, Language], wanted: Sequence[str] | None) -> dict[str, tuple[str, ...]]:
     """Language name -> the argv of its fork server, for the servers each slot starts: those ``wanted``
     names (``"default"``: every server not opt-in), or by default every one not opt-in; an installed
-    language only, in languages.toml's order (the order the zygote starts them: with R's first, a
-    second executor of the process left a bash program's source in its slot -- not understood yet,
-    tests/integration/test_sandbox_process.py catches it). A wanted name without a fork server is a
-    ValueError."""
+    language only, in languages.toml's order (the order the zygote starts them). A wanted name without a
+    fork server is a ValueError."""
     servers = {lang.name: lang for lang in table.values() if lang.fork_server}
     names = set(wanted) if wanted is not None else {"default"}
     unknown = names - set(servers) - {"default"}

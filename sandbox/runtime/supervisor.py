@@ -59,7 +59,10 @@ class Supervisor:
         self.slot, self.cgroups, self.forks = slot, cgroups, forks
         self.cleanup = None if slot.pid_ns_per_b else self._after_b
         self.known_pids = {1, os.getpid()}          # + the zygote's (serve): never B's
-        self.empty_sizes = [os.stat(d).st_size for d in (slot.scratch, "/dev/shm")] if slot.shared_scratch else []
+        # The sizes of the empty scratch and /dev/shm (a tmpfs directory's size counts its entries), taken
+        # only while both are seen empty: a fork server starting beside us (R's) has a temporary directory
+        # in the scratch for a moment, and a baseline taken then made a later one-file leftover look clean.
+        self.empty_sizes: list[int] | None = self._empty_sizes() if slot.shared_scratch else []
         self.dirty = ""             # set by _cleanup (container mode): serve() ends the slot after the report
         self._limits: tuple[int, int, int] | None = None
 
@@ -129,6 +132,9 @@ class Supervisor:
             return os.listdir(self.slot.scratch) + os.listdir("/dev/shm") + self._strays()
 
         def clean() -> bool:                         # a tmpfs directory's size counts its entries
+            if self.empty_sizes is None:
+                self.empty_sizes = self._empty_sizes()
+                return self.empty_sizes is not None
             return [os.stat(d).st_size for d in (self.slot.scratch, "/dev/shm")] == self.empty_sizes
 
         if clean():
@@ -142,6 +148,14 @@ class Supervisor:
             left = leftovers()
             if left:
                 self.dirty = f"the sweep left {left[:5]}"
+
+    def _empty_sizes(self) -> list[int] | None:
+        """The sizes of scratch and /dev/shm if both are empty before and after they are read, else None."""
+        dirs = (self.slot.scratch, "/dev/shm")
+        if any(os.listdir(d) for d in dirs):
+            return None
+        sizes = [os.stat(d).st_size for d in dirs]
+        return None if any(os.listdir(d) for d in dirs) else sizes
 
     def _strays(self) -> list[int]:
         """Live processes of the slot uid. Cheap in the common case: the pids cgroup then counts
