@@ -12,8 +12,10 @@ flip report, atomic write, the same code as ``reward-service rescore`` -- throug
 - **cold**: an empty reward cache (every rollout verified in the worker processes);
 - **warm**: the same engine again, the cache filled by the cold pass (nothing verified).
 
-Cold and warm passes are interleaved ``--repeats`` times (a fresh empty cache before each cold one);
-it prints the median of each and their ratio, and checks that warm results equal cold ones.
+Cold and warm passes are interleaved ``--repeats`` times (a fresh empty cache before each cold one; with
+``--disk`` the cold pass's outcomes are in the file before the warm pass starts);
+it prints the median of each and their ratio, the warm pass's CPU time (this process: on a shared machine
+steadier than its wall time), and checks that warm results equal cold ones.
 ``--disk`` also times a warm pass of a *new* engine reading the ``--reward-cache`` SQLite file (what a
 restarted or second replica sees); ``--engine`` also times the engine alone, cold vs warm, without the
 file's JSON read and write (the cache's own effect: the file I/O is a floor no cache removes).
@@ -36,6 +38,7 @@ import time
 from pathlib import Path
 
 from reward_core.contract import Rollout
+from reward_service.jsonl_io import write_results
 from reward_service.rescore import read_scored, rescore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,12 +79,16 @@ class EngineSource:
             bar.update(len(chunk))
 
 
-def timed_rescore(source: EngineSource, in_path: Path, out_path: Path) -> float:
+def timed_rescore(source: EngineSource, in_path: Path, out_path: Path, cpu: list[float] | None = None) -> float:
+    """Seconds one ``rescore`` of ``in_path`` takes; appends its CPU seconds in this process (every thread; the
+    worker processes' left out) to ``cpu``."""
     args = argparse.Namespace(in_path=str(in_path), out_path=str(out_path), rollouts=None, task="", force=False,
                               epsilon=1e-6, examples=3, fail_on_flip=False, quiet=True)
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         rescore(args, source, source.scorer.answer_from_cache)  # as ``reward-service rescore`` in-process
+    if cpu is not None:
+        cpu.append(time.process_time() - start_cpu)
     return time.perf_counter() - start
 
 
@@ -129,19 +136,19 @@ def main() -> int:
         with Scorer(config) as scorer:
             scorer.startup_checks.wait()  # the start-up canaries run in this process: not during a timed pass
             source = EngineSource(scorer)
-            with old.open("w") as f:  # the stored file: score --keep-inputs (untimed; its verdicts are the old ones)
-                for start in range(0, len(rollouts), CHUNK):
+            with old.open("w", encoding="utf-8") as f:  # the stored file, as score --keep-inputs writes it
+                for start in range(0, len(rollouts), CHUNK):  # (untimed; its verdicts are the old ones)
                     chunk = rollouts[start:start + CHUNK]
-                    for rollout, result in zip(chunk, scorer.score(chunk).results):
-                        f.write(json.dumps({**rollout.to_dict(), **result.to_dict()}) + "\n")
-            cold, warm, engine_cold, engine_warm = [], [], [], []
+                    write_results(f, scorer.score(chunk).results, chunk)
+            cold, warm, warm_cpu, engine_cold, engine_warm = [], [], [], [], []
             for rep in range(args.repeats):
                 db = str(work / f"cache{rep}.sqlite") if args.disk else ""  # a new file: cold is cold
                 fresh_cache(scorer, db)
                 cold.append(timed_rescore(source, old, work / "cold.jsonl"))
-                warm.append(timed_rescore(source, old, work / "warm.jsonl"))
-                print(f"repeat {rep + 1}: file cold {cold[-1]:.2f} s, warm {warm[-1]:.2f} s, "
-                      f"cache {scorer.cache.stats()}", flush=True)
+                scorer.cache.flush()  # (untimed) the cold pass's outcomes in the file: not written during the warm one
+                warm.append(timed_rescore(source, old, work / "warm.jsonl", warm_cpu))
+                print(f"repeat {rep + 1}: file cold {cold[-1]:.2f} s, warm {warm[-1]:.2f} s "
+                      f"({warm_cpu[-1]:.2f} s CPU), cache {scorer.cache.stats()}", flush=True)
                 if args.engine:
                     fresh_cache(scorer, "")
                     engine_cold.append(timed_engine(scorer, rollouts))
@@ -159,19 +166,22 @@ def main() -> int:
             with Scorer(config) as second:
                 second.startup_checks.wait()
                 fresh_cache(second, db)
-                disk = timed_rescore(EngineSource(second), old, work / "disk.jsonl")
+                disk_cpu: list[float] = []
+                disk = timed_rescore(EngineSource(second), old, work / "disk.jsonl", disk_cpu)
                 hits = second.cache.stats().hits
     cold_s, warm_s = statistics.median(cold), statistics.median(warm)
     print(f"\nre-score {args.n} rollouts, unchanged verifiers (median of {args.repeats}):")
     print(f"  cold (empty cache): {cold_s:8.2f} s  {args.n / cold_s:10.0f} rollouts/s")
-    print(f"  warm (cache hits):  {warm_s:8.2f} s  {args.n / warm_s:10.0f} rollouts/s")
+    print(f"  warm (cache hits):  {warm_s:8.2f} s  {args.n / warm_s:10.0f} rollouts/s  "
+          f"({statistics.median(warm_cpu):.2f} s CPU, one process)")
     print(f"  speed-up: {cold_s / warm_s:.1f}x (goal: >= 20x); warm results equal cold: {same}")
     print(f"  of the warm pass, reading and parsing the file alone: {read_s:.2f} s")
     if args.engine:
         e_cold, e_warm = statistics.median(engine_cold), statistics.median(engine_warm)
         print(f"  engine only (no file I/O): cold {e_cold:.2f} s, warm {e_warm:.2f} s: {e_cold / e_warm:.1f}x")
     if disk is not None:
-        print(f"  warm from the SQLite file, a new engine: {disk:.2f} s ({cold_s / disk:.1f}x; {hits} hits)")
+        print(f"  warm from the SQLite file, a new engine: {disk:.2f} s ({cold_s / disk:.1f}x; {hits} hits; "
+              f"{disk_cpu[0]:.2f} s CPU)")
     return 0 if same else 1
 
 

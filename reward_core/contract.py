@@ -114,14 +114,16 @@ class Rollout:
         metadata = data.get("metadata") or {}
         if type(metadata) is not dict and not isinstance(metadata, Mapping):
             raise InvalidRollout(f"rollout {rid!r}: 'metadata' must be an object")
-        return cls(
-            id=str(rid),
-            task=task,
-            completion=completion,
-            reference=normalize_reference(data.get("reference")),
-            prompt=str(data.get("prompt") or ""),
-            metadata={str(k): str(v) for k, v in metadata.items()},
-            group_id=str(data.get("group_id") or ""),
+        reference = data.get("reference")
+        prompt, group_id = data.get("prompt") or "", data.get("group_id") or ""
+        return cls(  # (the common types tested first: a re-score builds 100,000s of rollouts)
+            str(rid) if type(rid) is not str else rid,
+            task,
+            completion,
+            dict(reference) if type(reference) is dict else normalize_reference(reference),
+            prompt if type(prompt) is str else str(prompt),
+            {str(k): str(v) for k, v in metadata.items()} if metadata else {},
+            group_id if type(group_id) is str else str(group_id),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -140,8 +142,8 @@ class Rollout:
 
         Metadata is part of the key because tasks may read it (``TaskInput.metadata``).
         """
-        meta = canonical_json(dict(self.metadata)) if self.metadata else ""
-        return (self.task, self.completion, canonical_json(dict(self.reference)), self.prompt, meta)
+        meta = canonical_json(self.metadata) if self.metadata else ""
+        return (self.task, self.completion, canonical_json(self.reference), self.prompt, meta)
 
 
 _CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
@@ -154,13 +156,20 @@ def canonical_json(value: Mapping[str, Any]) -> str:
     ``null``) or cannot write them (integers past 64 bits): those take ``json.dumps`` with its spaced
     separators, a form the compact one never takes for a non-empty object, so the two never collide.
     """
+    return canonical_json_bytes(value).decode("utf-8", "surrogatepass")
+
+
+def canonical_json_bytes(value: Mapping[str, Any]) -> bytes:
+    """``canonical_json(value)`` in UTF-8 (lone surrogates kept), without the round trip through a str."""
+    if type(value) is not dict:  # orjson writes a dict, not any Mapping
+        value = dict(value)
     try:
         data = orjson.dumps(value, default=str, option=_CANONICAL)
     except TypeError:
         data = b"null"
     if b"null" in data:
-        return json.dumps(value, sort_keys=True, default=str)
-    return data.decode("utf-8")
+        return json.dumps(value, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
+    return data
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -36,21 +37,29 @@ class JsonlError(ValueError):
     """A JSONL input line is malformed; the message names the file and line."""
 
 
-def parse_line(line: bytes) -> Any:
+def parse_line(line: bytes, keys: Collection[str] | None = None) -> Any:
     """One JSON line (UTF-8 bytes) as Python values, exactly as ``json.loads`` reads it; raises
-    ``json.JSONDecodeError`` (or ``UnicodeDecodeError``) on a malformed line."""
+    ``json.JSONDecodeError`` (or ``UnicodeDecodeError``) on a malformed line.
+
+    With ``keys``, exactly so only the values of those keys of an object (a caller that reads no other one
+    is spared a look at the rest; any other key's value may be orjson's float for an integer past 64 bits).
+    """
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
         pass  # NaN, a lone surrogate, or malformed: the stdlib reads it or says why not
     else:
-        if not _holds_big_float(value):
+        if keys is not None and type(value) is dict:
+            if not holds_big_float([value.get(key) for key in keys]):
+                return value
+        elif not holds_big_float(value):
             return value
     return json.loads(line.decode("utf-8"))
 
 
-def _holds_big_float(value: Any) -> bool:
-    """Whether a parsed value holds a float of magnitude 2**63 or more (at any depth)."""
+def holds_big_float(value: Any) -> bool:
+    """Whether a parsed value holds a float of magnitude 2**63 or more (at any depth): where orjson may have
+    read an integer past 64 bits, which ``json`` keeps exact."""
     stack = [value.values() if type(value) is dict else value if type(value) is list else (value,)]
     while stack:
         for item in stack.pop():
@@ -118,17 +127,28 @@ def write_results(out: TextIO, results: Iterable[RolloutResult], inputs: Sequenc
 
 
 def write_lines(out: TextIO, lines: Iterable[bytes]) -> int:
-    """Writes lines ``dump_line`` made, ``WRITE_LINES`` at a time; returns how many were written."""
+    """Writes lines ``dump_line`` made, ``WRITE_LINES`` at a time; returns how many were written.
+
+    Each block is written on a thread while the next one is made (a write system call runs without the GIL:
+    on a second core, writing a file of 100s of MB costs the caller little); one block at a time, in order.
+    """
     buffer = _utf8_buffer(out)
     write = buffer.write if buffer is not None else lambda data: out.write(data.decode("utf-8"))
     n = 0
     chunk: list[bytes] = []
-    for line in lines:
-        chunk.append(line)
-        n += 1
-        if len(chunk) == WRITE_LINES:
-            write(b"".join(chunk))
-            chunk.clear()
+    with ThreadPoolExecutor(1, thread_name_prefix="jsonl-writer") as writer:
+        pending: Future | None = None
+        for line in lines:
+            chunk.append(line)
+            n += 1
+            if len(chunk) == WRITE_LINES:
+                data = b"".join(chunk)
+                chunk.clear()
+                if pending is not None:
+                    pending.result()
+                pending = writer.submit(write, data)
+        if pending is not None:
+            pending.result()
     write(b"".join(chunk))
     out.flush()
     return n

@@ -27,15 +27,25 @@ import contextlib
 import dataclasses
 import gc
 import json
+import operator
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import orjson
 from tqdm import tqdm
 
 from reward_core.contract import InvalidRollout, Rollout, RolloutResult, RolloutStatus
-from reward_service.jsonl_io import JsonlError, atomic_text_file, dump_line, parse_line, read_rollouts, write_lines
+from reward_service.jsonl_io import (
+    JsonlError,
+    atomic_text_file,
+    dump_line,
+    holds_big_float,
+    parse_line,
+    read_rollouts,
+    write_lines,
+)
 
 #: Score changes at most this large are not flips (floating-point noise of a weighted sum).
 DEFAULT_EPSILON = 1e-6
@@ -151,12 +161,15 @@ def format_report(report: Mapping[str, TaskFlips]) -> str:
     return "\n".join(lines)
 
 
+_TASK_STATUS_VERSION = operator.attrgetter("task", "status", "verifier_version")
+
+
 def mixed_versions(results: Iterable[OldResult | RolloutResult]) -> dict[str, set[str]]:
     """Task -> its versions, for the tasks whose results carry more than one (unknown tasks left out)."""
     seen: dict[str, set[str]] = collections.defaultdict(set)
-    for r in results:
-        if r.status != RolloutStatus.UNKNOWN_TASK:
-            seen[r.task].add(r.verifier_version)
+    for task, status, version in set(map(_TASK_STATUS_VERSION, results)):  # (the few distinct ones, in C)
+        if status != RolloutStatus.UNKNOWN_TASK:
+            seen[task].add(version)
     return {task: versions for task, versions in sorted(seen.items()) if len(versions) > 1}
 
 
@@ -175,29 +188,41 @@ class _BadLine(ValueError):
     """What is wrong with one line (``read_scored`` adds the file and line number)."""
 
 
+#: The keys of a results line that ``read_scored`` reads (the rollout's fields and the old verdict's).
+_READ_KEYS = ("id", "task", "completion", "reference", "prompt", "metadata", "group_id", "status", "score",
+              "verifier_version")
+
+
 def _old_result(data: Mapping[str, Any], rid: str, task: str) -> OldResult:
-    try:
-        name = data["status"]
-        status = _STATUS_BY_NAME.get(name) if isinstance(name, str) else None
-        if status is None:
-            status = RolloutStatus.from_name(str(name))
-        score = float(data.get("score") or 0.0)
-    except KeyError:
-        raise _BadLine("no 'status': not a results line (score --out writes them)") from None
-    except (TypeError, ValueError) as exc:
-        raise _BadLine(str(exc)) from None
-    return OldResult(rid, task, status, score, str(data.get("verifier_version") or ""))
+    name = data.get("status", _BadLine)
+    status = _STATUS_BY_NAME.get(name) if type(name) is str else None
+    score = data.get("score")
+    version = data.get("verifier_version")
+    if status is None or type(score) is not float or not score or type(version) is not str:  # else: as is
+        try:
+            if name is _BadLine:
+                raise KeyError("status")
+            if status is None:
+                status = RolloutStatus.from_name(str(name))
+            score = float(score or 0.0)
+        except KeyError:
+            raise _BadLine("no 'status': not a results line (score --out writes them)") from None
+        except (TypeError, ValueError) as exc:
+            raise _BadLine(str(exc)) from None
+        version = str(version or "")
+    return OldResult(rid, task, status, score, version)
 
 
 def _scored_line(line: bytes, default_task: str, by_id: Mapping[str, Rollout], rollouts_path: str | Path | None,
                  seen: set[str]) -> tuple[Rollout, OldResult]:
     try:
-        data = parse_line(line)
+        data = parse_line(line, _READ_KEYS)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise _BadLine(f"invalid JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("id") in (None, ""):
+    if type(data) is not dict or data.get("id") in (None, ""):
         raise _BadLine("a results line must be a JSON object with an 'id'")
-    rid = str(data["id"])
+    rid = data["id"]
+    rid = rid if type(rid) is str else str(rid)
     if rid in seen:
         raise _BadLine(f"duplicate id {rid!r}")
     seen.add(rid)
@@ -218,18 +243,52 @@ def read_scored(path: str | Path, rollouts_path: str | Path | None = None,
                 default_task: str = "") -> list[tuple[Rollout, OldResult]]:
     """(rollout, old result) per line of a results file whose lines hold their rollout, or whose rollouts
     ``rollouts_path`` holds (joined by id)."""
+    return list(zip(*_read_columns(path, rollouts_path, default_task)))
+
+
+def _read_columns(path: str | Path, rollouts_path: str | Path | None,
+                  default_task: str) -> tuple[list[Rollout], list[OldResult]]:
+    """``read_scored`` as two lists: the rollouts and their old results.
+
+    A line of the common shape (string fields, a reference object, a scored float, no metadata: what
+    ``score --keep-inputs`` writes) is read on a short path; any other line, on ``_scored_line``'s, which
+    reads it the same way where both apply, and says what is wrong with a bad one.
+    """
     by_id = {r.id: r for r in read_rollouts(rollouts_path, default_task)} if rollouts_path else {}
-    pairs: list[tuple[Rollout, OldResult]] = []
+    rollouts: list[Rollout] = []
+    old: list[OldResult] = []
+    add_rollout, add_old = rollouts.append, old.append
     seen: set[str] = set()
+    loads, decode_error, status_of, big = orjson.loads, orjson.JSONDecodeError, _STATUS_BY_NAME, 2.0**63
     with open(path, "rb", buffering=READ_BUFFER) as f:
         for lineno, line in enumerate(f, 1):
+            try:
+                data = loads(line)
+            except decode_error:
+                data = None
+            if type(data) is dict:
+                rid, completion, reference = data.get("id"), data.get("completion"), data.get("reference")
+                task, name, score = data.get("task") or default_task, data.get("status"), data.get("score")
+                version, prompt, group_id = data.get("verifier_version"), data.get("prompt") or "", data.get("group_id")
+                status = status_of.get(name) if type(name) is str else None
+                if (type(rid) is str and rid and rid not in seen and type(task) is str and task
+                        and type(completion) is str and type(reference) is dict and status is not None
+                        and type(score) is float and -big < score < big and type(version) is str
+                        and type(prompt) is str and (group_id is None or type(group_id) is str)
+                        and not data.get("metadata") and not holds_big_float(reference)):
+                    seen.add(rid)  # (the line's own reference object: nobody else holds it)
+                    add_rollout(Rollout(rid, task, completion, reference, prompt, {}, group_id or ""))
+                    add_old(OldResult(rid, task, status, score or 0.0, version))  # (-0.0 as float() reads it)
+                    continue
             if line.isspace() or not line:  # (isspace stops at the first character of a JSON line)
                 continue
             try:
-                pairs.append(_scored_line(line, default_task, by_id, rollouts_path, seen))
+                rollout, result = _scored_line(line, default_task, by_id, rollouts_path, seen)
             except _BadLine as exc:
                 raise JsonlError(f"{path}:{lineno}: {exc}") from None
-    return pairs
+            add_rollout(rollout)
+            add_old(result)
+    return rollouts, old
 
 
 Scorer = Callable[[list[Rollout], argparse.Namespace, tqdm], Iterator[RolloutResult]]
@@ -262,10 +321,7 @@ def rescore(args: argparse.Namespace, score: Scorer, cached: CacheAnswers | None
 
 
 def _rescore(args: argparse.Namespace, score: Scorer, cached: CacheAnswers | None) -> int:
-    pairs = read_scored(args.in_path, args.rollouts, args.task or "")
-    rollouts = [rollout for rollout, _ in pairs]
-    old = [result for _, result in pairs]
-    del pairs
+    rollouts, old = _read_columns(args.in_path, args.rollouts, args.task or "")
     _refuse_mixed(mixed_versions(old), f"the old results in {args.in_path}", args.force)
     with tqdm(total=len(rollouts), unit="rollout", desc="re-scoring", disable=args.quiet) as bar:
         answers, fresh = _new_results(rollouts, args, score, cached, bar)
@@ -312,8 +368,16 @@ def _output_lines(rollouts: list[Rollout], answers: list[dict[str, Any] | None],
     **result}``), from the cache's answer or the next fresh result."""
     results = iter(fresh)
     for rollout, answer in zip(rollouts, answers):
-        line = rollout.to_dict()
-        line.update(next(results).to_dict() if answer is None else answer)
+        reference = rollout.reference
+        if answer is None or rollout.prompt or rollout.metadata or type(reference) is not dict:
+            line = rollout.to_dict()
+            line.update(next(results).to_dict() if answer is None else answer)
+        elif rollout.group_id:  # (what to_dict and update make, without the copies)
+            line = {"id": rollout.id, "task": rollout.task, "completion": rollout.completion, "reference": reference,
+                    "group_id": rollout.group_id, **answer}
+        else:
+            line = {"id": rollout.id, "task": rollout.task, "completion": rollout.completion, "reference": reference,
+                    **answer}
         yield dump_line(line)
 
 

@@ -29,13 +29,13 @@ import logging
 import queue
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from reward_core.contract import Rollout, RolloutStatus, StepScore
+from reward_core.contract import Rollout, RolloutStatus, StepScore, canonical_json_bytes
 from reward_service.task_api import TaskOutcome
 
 logger = logging.getLogger(__name__)
@@ -61,16 +61,46 @@ def cache_key(rollout: Rollout, version: str, ignores: frozenset[str] = frozense
     Built on ``Rollout.dedup_key()`` (task, completion, reference and metadata as ``canonical_json``, prompt),
     which the caller may pass when it has it already.
     """
-    task, completion, reference, prompt, metadata = dedup_key or rollout.dedup_key()
+    if dedup_key is None:  # the parts straight from the rollout, the JSON ones in UTF-8 already
+        ref = canonical_json_bytes(rollout.reference)
+        meta = canonical_json_bytes(rollout.metadata) if rollout.metadata and "metadata" not in ignores else b""
+        prompt = rollout.prompt if "prompt" not in ignores else ""
+        return _digest(_key_prefix(rollout.task, version), ref, rollout.completion, prompt, meta)
+    task, completion, reference, prompt, metadata = dedup_key
     if ignores:
         prompt = "" if "prompt" in ignores else prompt
         metadata = "" if "metadata" in ignores else metadata
-    # one SHA-256 call over the parts joined (a rescore hashes 100,000s of keys): the same digest as fed part by part
-    ref, text = reference.encode("utf-8", "surrogatepass"), completion.encode("utf-8", "surrogatepass")
-    prompt_bytes, meta = prompt.encode("utf-8", "surrogatepass"), metadata.encode("utf-8", "surrogatepass")
-    return hashlib.sha256(b"".join((_key_prefix(task, version), len(ref).to_bytes(8, "big"), ref,
+    return _digest(_key_prefix(task, version), reference.encode("utf-8", "surrogatepass"), completion, prompt,
+                   metadata.encode("utf-8", "surrogatepass"))
+
+
+def _digest(prefix: bytes, reference: bytes, completion: str, prompt: str, metadata: bytes) -> bytes:
+    """SHA-256 over the key's parts, each as its length (8 bytes) and UTF-8, in one call (a rescore hashes
+    100,000s of keys: the same digest as fed part by part)."""
+    text = completion.encode("utf-8", "surrogatepass")
+    prompt_bytes = prompt.encode("utf-8", "surrogatepass") if prompt else b""
+    return hashlib.sha256(b"".join((prefix, len(reference).to_bytes(8, "big"), reference,
                                     len(text).to_bytes(8, "big"), text, len(prompt_bytes).to_bytes(8, "big"),
-                                    prompt_bytes, len(meta).to_bytes(8, "big"), meta))).digest()
+                                    prompt_bytes, len(metadata).to_bytes(8, "big"), metadata))).digest()
+
+
+def key_function(task: str, version: str, ignores: frozenset[str] = frozenset()) -> Callable[[Rollout], bytes]:
+    """``cache_key(rollout, version, ignores)`` for rollouts of ``task``, with what all of them share made once
+    (a rescore asks for 100,000s of keys)."""
+    prefix = _key_prefix(task, version)
+    use_prompt, use_metadata = "prompt" not in ignores, "metadata" not in ignores
+    sha256, canonical, join = hashlib.sha256, canonical_json_bytes, b"".join
+    no_prompt_no_metadata = bytes(16)  # both lengths 0
+
+    def key(rollout: Rollout) -> bytes:
+        if (use_prompt and rollout.prompt) or (use_metadata and rollout.metadata):
+            return cache_key(rollout, version, ignores)
+        ref = canonical(rollout.reference)
+        text = rollout.completion.encode("utf-8", "surrogatepass")
+        return sha256(join((prefix, len(ref).to_bytes(8, "big"), ref, len(text).to_bytes(8, "big"), text,
+                            no_prompt_no_metadata))).digest()
+
+    return key
 
 
 @functools.lru_cache(maxsize=1024)
@@ -122,10 +152,18 @@ def _loads(text: str) -> Any:
     except orjson.JSONDecodeError:
         return json.loads(text)
     if type(data) is dict:
-        numbers = [data.get("score"), *(data.get("components") or {}).values()]
-        if any(type(n) is float and not -2.0**63 < n < 2.0**63 for n in numbers):
+        score, components = data.get("score"), data.get("components")
+        if type(score) is float and not -_BIG < score < _BIG:
             return json.loads(text)
+        if components and type(components) is dict:  # (a plain loop: a new engine reads 100,000s of outcomes)
+            for n in components.values():
+                if type(n) is float and not -_BIG < n < _BIG:
+                    return json.loads(text)
     return data
+
+
+#: orjson reads an integer past 64 bits as a float at least this large.
+_BIG = 2.0**63
 
 
 @dataclasses.dataclass(frozen=True)

@@ -46,7 +46,7 @@ from reward_service.pool.worker_pool import (
 from reward_service.router.config import ScorerConfig
 from reward_service.router.group_stage import Group, find_groups, shape_group, shape_groups
 from reward_service.router.registry import TaskRegistry, build_registry, start_checks
-from reward_service.router.reward_cache import RewardCache, cache_key
+from reward_service.router.reward_cache import RewardCache, cache_key, key_function
 from reward_service.router.startup_checks import SelfCheckReport
 from reward_service.router.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
 from reward_service.task_api import InvalidReference, Task, TaskInput, TaskOutcome, cancel_token_set
@@ -417,24 +417,27 @@ class Scorer:
         answers: list[dict[str, Any] | None] = [None] * len(rollouts)
         if self.cache is None or self.cache.empty:
             return answers
-        # task -> (its policy, its reference check), or None when the cache may not answer it
-        checks: dict[str, tuple[_CachePolicy, Callable[[Mapping[str, Any]], None]] | None] = {}
+        # task -> (its policy, its reference check, its key function), or None when the cache may not answer it
+        checks: dict[str, tuple[_CachePolicy, Callable[[Mapping[str, Any]], None],
+                                Callable[[Rollout], bytes]] | None] = {}
         asked: list[int] = []
         keys: list[bytes] = []
+        ask, add_key = asked.append, keys.append
         for i, rollout in enumerate(rollouts):
             task = rollout.task
             check = checks.get(task, _UNSEEN)
             if check is _UNSEEN:
                 policy = self._answerable(task)
-                check = checks[task] = (policy, self.registry.get(task).check_reference) if policy else None
+                check = checks[task] = (policy, self.registry.get(task).check_reference,
+                                        key_function(task, policy.version, policy.ignores)) if policy else None
             if check is None:
                 continue
             try:  # as _precheck: the cache answers only the rollouts it lets through to their task
                 check[1](rollout.reference)
             except Exception:  # noqa: BLE001 -- submit answers it: INVALID_REFERENCE, or ERROR for a task's bug
                 continue
-            asked.append(i)
-            keys.append(cache_key(rollout, check[0].version, check[0].ignores))
+            ask(i)
+            add_key(check[2](rollout))
         for i, outcome in zip(asked, self.cache.get_many(keys)):
             if outcome is not None:
                 task = rollouts[i].task

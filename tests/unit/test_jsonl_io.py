@@ -9,7 +9,7 @@ import math
 import pytest
 
 from reward_core.contract import Rollout, RolloutResult, RolloutStatus, StepScore, canonical_json
-from reward_service.jsonl_io import dump_line, parse_line, write_results
+from reward_service.jsonl_io import WRITE_LINES, atomic_text_file, dump_line, parse_line, write_lines, write_results
 
 LINES = [
     '{"id": "a", "score": 1.0, "n": 3, "neg": -7, "f": 0.1, "tiny": 5e-324, "huge": 1.7976931348623157e308}',
@@ -91,3 +91,29 @@ def test_equal_references_share_a_canonical_form_and_different_ones_never_do():
     forms = [canonical_json(v) for v in ({"x": math.nan}, {"x": None}, {"x": "null"}, {"x": 10**20},
                                          {"x": 1e20}, {"x": 1}, {"x": 1.0}, {"x": "1"}, {})]
     assert len(set(forms)) == len(forms)
+
+
+def test_keys_make_only_their_values_exact():
+    line = b'{"big": 51090942171709440000, "text": "x", "nested": {"n": [98765432109876543210]}}'
+    assert parse_line(line, ("big",))["big"] == 51090942171709440000
+    assert parse_line(line, ("nested",))["nested"] == {"n": [98765432109876543210]}
+    assert type(parse_line(line, ("nested",))["nested"]["n"][0]) is int
+    assert parse_line(line, ("text",))["text"] == "x"  # (the others may hold orjson's floats)
+
+
+def test_many_blocks_are_written_in_order_and_a_failure_writes_nothing(tmp_path):
+    lines = [dump_line({"i": i, "t": "é" * (i % 7)}) for i in range(3 * WRITE_LINES + 5)]
+    path = tmp_path / "out.jsonl"
+    with atomic_text_file(path) as out:
+        assert write_lines(out, iter(lines)) == len(lines)
+    assert path.read_bytes() == b"".join(lines)
+
+    def failing():
+        yield from lines[:2 * WRITE_LINES + 1]
+        raise RuntimeError("the scorer went away")
+
+    with pytest.raises(RuntimeError, match="went away"), atomic_text_file(tmp_path / "failed.jsonl") as out:
+        write_lines(out, failing())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+    text = io.StringIO()  # a text file without a binary buffer under it: decoded, in order
+    assert write_lines(text, iter(lines)) == len(lines) and text.getvalue().encode("utf-8") == b"".join(lines)

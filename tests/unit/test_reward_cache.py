@@ -3,7 +3,7 @@
 import pytest
 
 from reward_core.contract import Rollout, RolloutStatus, StepScore
-from reward_service.router.reward_cache import RewardCache, cache_key, decode_outcome, encode_outcome
+from reward_service.router.reward_cache import RewardCache, cache_key, decode_outcome, encode_outcome, key_function
 from reward_service.task_api import TaskOutcome
 
 ROLLOUT = Rollout(id="a", task="gsm8k", completion="#### 72", reference={"answer": "72"}, prompt="p",
@@ -148,3 +148,25 @@ def test_a_stored_integer_past_64_bits_reads_back_exact():
     outcome = TaskOutcome(2**70, components={"a": 2**70})
     assert decode_outcome(encode_outcome(outcome)) == outcome
     assert type(decode_outcome(encode_outcome(outcome)).score) is int
+
+
+KEYED = [  # (rollout, fields its task ignores, its key as the code before key_function wrote it): a file filled then
+    # must still answer (the keys must not drift without a new KEY_FORMAT)
+    (Rollout("e", "gsm8k", "#### 72", {"answer": "72"}, group_id="g0"), frozenset(),
+     "68c2a1c0f4a71d7c03436f4a60ab365fb2de4ae5687c123b2a07aef30c009473"),
+    (Rollout("a", "math", "x é \ud800", {"answer": "1", "b": [1, None, float("nan")]}, "p", {"k": "v"}, "g"),
+     frozenset(), "6b96a27282c3aa1b50faa1abc8a85b2993020e3a170e49d0d2e7ba238eb5c89b"),
+    (Rollout("a", "math", "x é \ud800", {"answer": "1", "b": [1, None, float("nan")]}, "p", {"k": "v"}, "g"),
+     frozenset({"prompt"}), "f2a2bc4ca15055498616ea38c68ca88498d96819f73fefa9715dc62bccbf77d6"),
+    (Rollout("c", "m", "y", {"answer": 10**20}, "", {"z": "1", "a": "2"}), frozenset({"prompt", "metadata"}),
+     "5cfc053946030edf6cd9b179bb0bddd7ccfe46678400e2554cc8b408b1a52786"),
+    (Rollout("d", "math", "😀", {"answer": "null"}), frozenset(),
+     "f5e1f8eced4fb2b983f5c1facecfd96868586e1cfb2623bf411da1130329ba79"),
+]
+
+
+@pytest.mark.parametrize(("rollout", "ignores", "digest"), KEYED)
+def test_keys_are_the_ones_stored_files_hold(rollout, ignores, digest):
+    assert cache_key(rollout, "v1", ignores).hex() == digest
+    assert cache_key(rollout, "v1", ignores, rollout.dedup_key()).hex() == digest
+    assert key_function(rollout.task, "v1", ignores)(rollout).hex() == digest
