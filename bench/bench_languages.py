@@ -26,6 +26,8 @@ alike; the figures are the median over rounds, and the ratios are to Python's.
     make bench-languages
     .venv/bin/python -m bench.bench_languages --languages python,go,java,nodejs --runs 20 --submissions 4
     .venv/bin/python -m bench.bench_languages --backend docker
+    SANDBOX_LANGUAGES=all .venv/bin/python -m bench.bench_languages --backend docker --languages ruby,php,R \
+        --fork-servers none      # the same without fork servers
 """
 
 from __future__ import annotations
@@ -161,13 +163,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"{CASES}-case submissions per round (default: 4)")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds; the median is reported")
     parser.add_argument("--fork-servers", default="",
-                        help="process backend: languages whose fork servers the slots start (e.g. default,racket; "
+                        help="languages whose fork servers the slots start, either backend (e.g. default,racket; "
                              "none); empty: the default set (ruby, php, R)")
     args = parser.parse_args(argv)
     table = load_languages()
     languages, skipped = chosen_languages(table, args.languages)
     compiled = {name: table[name].compiled for name in languages}
-    servers = {} if args.backend != "process" or not args.fork_servers else {"fork_servers": tuple(
+    servers = {} if not args.fork_servers else {"fork_servers": tuple(
         n.strip() for n in args.fork_servers.split(",") if n.strip() not in ("", "none"))}
     executor = create_executor(args.backend, concurrency=args.workers, languages=table, **servers)
     try:

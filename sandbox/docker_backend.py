@@ -31,6 +31,13 @@ has installed; ``language_versions()`` gives the image's versions to ListLanguag
 floors reach the container too: its memory cgroup follows the raised memory_mb
 (:meth:`DockerConfig.container_memory_mb`).
 
+Fork servers (sandbox/runtime/fork_servers.py): as on the process backend, each container's zygote
+starts the warm interpreters of ``DockerConfig.fork_servers`` (by default ruby, php and R, when the
+image has them), named on its command line; each execution of those languages is forked from one.
+Their children confine themselves as a container's B does (a scratch directory of their own, the
+container's IPC namespace swept after every execution), with no capability beyond ZYGOTE_CAPS; the
+container's memory limit counts ``fork_server_memory_mb`` per server (sandbox/ARCHITECTURE.md).
+
 Container settings (each a line of :func:`container_settings`), and why:
 
 * root *inside the container*, ``cap_drop=ALL`` + ``cap_add`` SETUID, SETGID,
@@ -74,6 +81,7 @@ leftovers of a crashed run are found: ``python -m sandbox.docker_image cleanup``
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -104,7 +112,14 @@ from sandbox.docker_image import (
     image_languages,
     probe_image,
 )
-from sandbox.languages import Language, LanguageTable, host_probe, load_languages, resolve_language
+from sandbox.languages import (
+    Language,
+    LanguageTable,
+    host_probe,
+    load_languages,
+    resolve_language,
+    started_fork_servers,
+)
 from sandbox.slot_pool import SlotPool
 from sandbox.zygote_client import SlotHandle, ZygoteDied, ZygoteTimeout
 
@@ -145,26 +160,41 @@ class DockerConfig:
     compile_cache_dir: str = ""
     compile_cache_mb: int = ARTIFACT_MAX_MB
     compile_cache_entries: int = ARTIFACT_ENTRIES
+    #: The languages whose fork servers each container starts (languages.toml ``fork_server``;
+    #: sandbox/runtime/fork_servers.py), as ProcessSandboxConfig.fork_servers: None is every one not
+    #: marked ``fork_server_opt_in`` (ruby, php, R), "default" in the tuple stands for those, () none.
+    fork_servers: tuple[str, ...] | None = None
+    #: Added to the container's memory cgroup per fork server it runs, for the warm interpreters' resident
+    #: memory, which lives in that cgroup (measured in the `all` image: ruby 15 MB, php 18 MB, R 51 MB,
+    #: racket 128 MB; the sum is what counts: those four, 212 MB together, fit in 4 x 64 MB).
+    fork_server_memory_mb: int = 64
 
     def __post_init__(self) -> None:
         for name in ("concurrency", "memory_slack_mb", "compile_memory_mb", "cpus", "pids_limit", "tmpfs_mb",
-                     "start_timeout_s"):
+                     "start_timeout_s", "fork_server_memory_mb"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"DockerConfig.{name} must be > 0, got {getattr(self, name)!r}")
 
-    def container_memory_mb(self, limits: Limits, language: Language | None = None) -> int:
+    def container_memory_mb(self, limits: Limits, language: Language | None = None, fork_servers: int = 0) -> int:
         """The container's memory cgroup while it runs an execution with these limits in ``language``:
         the program's memory_mb raised to the language's floor (a JVM's heap, as zygote_client.build_wire
-        raises it on the wire) and, for a compiled language, to the compiler's, plus scratch and slack."""
+        raises it on the wire) and, for a compiled language, to the compiler's, plus scratch and slack,
+        plus ``fork_server_memory_mb`` for each of the container's ``fork_servers``."""
         memory = max(int(limits.memory_mb), language.min_memory_mb if language is not None else 0)
         if language is not None and language.compiled:
             memory = max(memory, self.compile_memory_mb)
-        return memory + int(limits.scratch_mb) + self.memory_slack_mb
+        return memory + int(limits.scratch_mb) + self.memory_slack_mb + fork_servers * self.fork_server_memory_mb
 
 
 def container_settings(config: DockerConfig, image: str, untrusted_uid: int, labels: dict[str, str],
-                       supervisor_uid: int | None = None) -> dict[str, Any]:
-    """Keyword arguments of ``APIClient.create_container`` + ``create_host_config`` for one slot."""
+                       supervisor_uid: int | None = None,
+                       fork_servers: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+    """Keyword arguments of ``APIClient.create_container`` + ``create_host_config`` for one slot.
+
+    ``fork_servers``: language name -> its fork server's argv (languages.toml, ``{runtime}`` the
+    runtime's directory in the image): the zygote starts these, and only these (fork_servers.py)."""
+    fork_servers = dict(fork_servers or {})
+    memory_mb = config.container_memory_mb(Limits(), fork_servers=len(fork_servers))
     host_config = dict(
         network_mode="none",
         read_only=True,
@@ -176,8 +206,8 @@ def container_settings(config: DockerConfig, image: str, untrusted_uid: int, lab
         cap_add=list(ZYGOTE_CAPS),
         security_opt=["no-new-privileges"],
         pids_limit=config.pids_limit,
-        mem_limit=f"{config.container_memory_mb(Limits())}m",       # then set per execution: prepare()
-        memswap_limit=f"{config.container_memory_mb(Limits())}m",
+        mem_limit=f"{memory_mb}m",       # then set per execution: prepare()
+        memswap_limit=f"{memory_mb}m",
         nano_cpus=int(config.cpus * 1e9),
         init=True,
         ipc_mode="private",
@@ -187,6 +217,9 @@ def container_settings(config: DockerConfig, image: str, untrusted_uid: int, lab
                "--max-memory-mb", str(1 << 20)]      # the host sets the container's memory: no cap needed inside
     if supervisor_uid is not None:
         command += ["--supervisor-uid", str(supervisor_uid)]
+    if fork_servers:
+        command += ["--fork-servers", json.dumps({name: [a.replace("{runtime}", RUNTIME_PATH_IN_IMAGE) for a in argv]
+                                                  for name, argv in fork_servers.items()})]
     return dict(image=image, command=command, user="0:0", working_dir="/tmp", labels=labels,
                 stdin_open=True, tty=False, detach=False,   # detach=False + stdin_open: StdinOnce
                 network_disabled=True, environment={"PYTHONDONTWRITEBYTECODE": "1"},
@@ -348,10 +381,12 @@ class DockerExecutor:
             self.languages, self._versions = image_language_table(self._client, self.image, self.config.languages)
         except (ImageBuildError, docker.errors.DockerException) as exc:
             raise SandboxUnavailable(f"the sandbox runner image is unavailable: {exc}") from None
+        #: Language name -> its fork server's argv, for the servers each container starts (those of the image).
+        self.fork_servers = started_fork_servers(self.languages, self.config.fork_servers)
         removed = cleanup_containers(self._client)       # leftovers of crashed processes on this machine
-        log.info("docker sandbox: %s, image %s, %d containers (removed %d left by dead processes), languages: %s",
-                 self.executor_id, self.image, self.config.concurrency, removed,
-                 ", ".join(lang.name for lang in self.languages.available()))
+        log.info("docker sandbox: %s, image %s, %d containers (removed %d left by dead processes), languages: %s; "
+                 "fork servers: %s", self.executor_id, self.image, self.config.concurrency, removed,
+                 ", ".join(lang.name for lang in self.languages.available()), ", ".join(self.fork_servers) or "none")
         artifacts = ArtifactCache(self.config.compile_cache_dir or None, self.config.compile_cache_mb << 20,
                                   self.config.compile_cache_entries)
         self._pool = SlotPool(self.config.concurrency, self._start_slot, backend=self.name,
@@ -369,7 +404,7 @@ class DockerExecutor:
         uid, supervisor_uid = (secrets.randbelow(UNTRUSTED_UID_RANGE[1] - UNTRUSTED_UID_RANGE[0] - 1)
                                + UNTRUSTED_UID_RANGE[0] for _ in range(2))
         supervisor_uid += supervisor_uid >= uid           # never B's uid
-        settings = container_settings(self.config, self.image, uid, labels, supervisor_uid)
+        settings = container_settings(self.config, self.image, uid, labels, supervisor_uid, self.fork_servers)
         settings["host_config"] = api.create_host_config(**settings["host_config"])
         container_id = api.create_container(**settings)["Id"]
         try:
@@ -400,12 +435,13 @@ class DockerExecutor:
             with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
                 api.kill(container_id)
 
-        memory = [self.config.container_memory_mb(Limits())]
+        servers = len(self.fork_servers)
+        memory = [self.config.container_memory_mb(Limits(), fork_servers=servers)]
 
         def prepare(request: ExecutionRequest) -> None:
             """The container's memory cgroup for this request (a ~25 ms API call, only when it changes)."""
             language = resolve_language(request.language, self.languages)
-            wanted = self.config.container_memory_mb(request.limits, language)
+            wanted = self.config.container_memory_mb(request.limits, language, servers)
             if wanted == memory[0]:
                 return
             try:

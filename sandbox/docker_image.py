@@ -17,9 +17,11 @@ network source every machine in the project already uses for apt:
    times); once per machine: skipped when an image of that tag exists
    (``make test`` builds the set named by ``SANDBOX_LANGUAGES`` before pytest starts).
 2. **runner** ``reward-sandbox-runner:<hash of base tag + sandbox/runtime/>`` --
-   the base plus ``sandbox/runtime/`` copied to ``/opt/sandbox/runtime`` (a
-   container created from the base, ``put_archive``, ``commit``: under a second,
-   ~10 s the first time after a fresh base).
+   the base plus ``sandbox/runtime/`` copied to ``/opt/sandbox/runtime`` and its C
+   helpers (``runtime/*.c``: the system calls of fork servers like R's) compiled
+   there by the image's gcc, against the image's libc (a container created from the
+   base, ``put_archive``, gcc, ``commit``: a few seconds, ~10 s the first time after
+   a fresh base).
 
 Why copy the runtime in rather than bind-mount it read-only at container start:
 a bind mount names a path on the *daemon's* machine, which breaks as soon as the
@@ -68,6 +70,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sandbox.languages import BUILTIN_LANGUAGES, SANDBOX_PATH, languages_in_set, version_line
+from sandbox.runtime_build import CFLAGS as HELPER_CFLAGS
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +88,8 @@ LANGUAGE_RECIPE_REVISION = 2
 LANGUAGES_PATH_IN_IMAGE = "/opt/sandbox/languages.json"
 LANGUAGES_LABEL = f"{LABEL}.languages"
 LOCK_PATH = Path(tempfile.gettempdir()) / "reward-sandbox-image.lock"
+#: Bump when build_runner's steps change (2: the runtime's C helpers are compiled in the image).
+RUNNER_REVISION = 2
 
 
 class ImageBuildError(RuntimeError):
@@ -154,7 +159,8 @@ def runtime_digest(runtime_dir: Path = RUNTIME_DIR) -> str:
 def runner_tag(recipe: BaseRecipe | None = None, runtime_dir: Path = RUNTIME_DIR) -> str:
     """The runner tag of ``recipe`` (default: that of ``$SANDBOX_LANGUAGES``) and this runtime."""
     recipe = recipe or BaseRecipe.for_languages()
-    digest = hashlib.sha256(f"{recipe.tag}\0{runtime_digest(runtime_dir)}".encode()).hexdigest()[:12]
+    key = f"{recipe.tag}\0{runtime_digest(runtime_dir)}\0{RUNNER_REVISION}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     return f"{RUNNER_REPOSITORY}:{digest}"
 
 
@@ -314,19 +320,48 @@ def _run_step(cmd: list[str], what: str) -> None:
 
 
 def build_runner(client, base_tag: str, tag: str, runtime_dir: Path = RUNTIME_DIR) -> None:
-    """The base plus the runtime at /opt/sandbox/runtime, as one thin committed layer."""
+    """The base plus the runtime at /opt/sandbox/runtime, as one thin committed layer, with the runtime's
+    C helpers compiled there by the image's own compiler (:data:`_BUILD_HELPERS`)."""
+    import docker.errors
+
     if not runtime_dir.is_dir():
         raise ImageBuildError(f"{runtime_dir} is missing: the in-sandbox runtime ships with this package")
-    container = client.containers.create(base_tag, command=["true"], network_mode="none",
-                                         labels=owner_labels("image-build"))
+    container = client.containers.create(base_tag, command=["/bin/sh", "-c", _BUILD_HELPERS, "build-helpers",
+                                                            *HELPER_CFLAGS],
+                                         network_mode="none", labels=owner_labels("image-build"),
+                                         environment={"PATH": SANDBOX_PATH}, user="0:0")
     try:
         container.put_archive("/", _runtime_tar(runtime_dir))
+        try:
+            container.start()
+            status = container.wait(timeout=300)
+            said = container.logs(stdout=True, stderr=True).decode("utf-8", "replace").strip()
+        except (docker.errors.APIError, OSError) as exc:      # OSError: the wait timed out
+            raise ImageBuildError(f"building the runtime's C helpers in {base_tag} failed: {exc}") from None
+        if status.get("StatusCode") != 0 or said:
+            logger.warning("%s: the runtime's C helpers (the fork servers that load them cannot start without "
+                           "them; their languages then run their run command): exit %s: %s", tag,
+                           status.get("StatusCode"), said[-2000:])
         repository, version = tag.split(":")
         container.commit(repository=repository, tag=version,
-                         changes=[f"LABEL {LABEL}=runner", "WORKDIR /tmp"])
+                         changes=[f"LABEL {LABEL}=runner", "WORKDIR /tmp", 'CMD ["true"]'])
     finally:
         container.remove(force=True)
     logger.info("built %s from %s", tag, base_tag)
+
+
+#: Runs in the runner's build container (argv: the compiler flags): each ``runtime/*.c`` -> ``<stem>.so``
+#: beside it (sandbox/runtime_build.py does the same on the host for the process backend). Built by the
+#: image's gcc against the image's libc, so the helper always loads where it runs; an image without a
+#: compiler (a custom recipe) just lacks it.
+_BUILD_HELPERS = f"""
+cd {RUNTIME_PATH_IN_IMAGE} || exit 1
+cc=$(command -v gcc || command -v cc) || {{ echo "no C compiler in the image"; exit 0; }}
+for c in *.c; do
+    [ -e "$c" ] || continue
+    "$cc" "$@" -o "${{c%.c}}.so" "$c" || echo "cannot build $c"
+done
+"""
 
 
 #: Runs inside the image (its python3; argv[1]: JSON {"path", "languages": {name: {"tools", "version"}}}):
@@ -475,11 +510,13 @@ def _runtime_files(runtime_dir: Path) -> Iterator[Path]:
 
 
 def _runtime_tar(runtime_dir: Path) -> bytes:
+    """The runtime as a tar of ``/opt/sandbox/runtime``: root's alone (0700), as in the process backend's
+    slots -- the zygote and A import it as root; a program (the slot uid) can neither read nor load it."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for parent in ("opt", "opt/sandbox", RUNTIME_PATH_IN_IMAGE.lstrip("/")):
+        for parent, mode in (("opt", 0o755), ("opt/sandbox", 0o755), (RUNTIME_PATH_IN_IMAGE.lstrip("/"), 0o700)):
             info = tarfile.TarInfo(parent)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            info.type, info.mode = tarfile.DIRTYPE, mode
             tar.addfile(info)
         for path in sorted(_runtime_files(runtime_dir)):
             rel = path.relative_to(runtime_dir)

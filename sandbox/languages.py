@@ -6,8 +6,8 @@ Adding one is a table there (or in a YAML file given with ``--languages``, same 
 toolchain on the machine or in the runner image; the backends never name a language.
 
 Python runs on the fast path (a pre-imported interpreter forks a child per execution and
-``exec``s the code there); a language with a ``fork_server`` (ruby, php, R, racket) is forked from a warm
-interpreter of its own per test case (sandbox/runtime/fork_servers.py, process backend as root);
+``exec``s the code there); a language with a ``fork_server`` (ruby, php, R, racket, nodejs) is forked from a warm
+interpreter of its own per test case (sandbox/runtime/fork_servers.py: process backend as root, docker);
 every other language is compiled once per execution and its binary (or interpreter) is started
 once per test case.
 
@@ -25,7 +25,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -90,7 +90,7 @@ class Language:
     call_harness: str = ""
     #: A warm interpreter per slot that forks one process per execution instead of starting ``run``
     #: (sandbox/runtime/fork_servers.py): its argv, ``{runtime}`` being the sandbox's runtime directory.
-    #: Process backend as root only; elsewhere, and for an override without it, ``run`` is used.
+    #: Process backend as root, and docker; elsewhere, and for an override without it, ``run`` is used.
     fork_server: tuple[str, ...] = ()
     #: The fork server costs every slot more than it saves a typical user (racket's: ~1 s of CPU and
     #: ~120 MB per slot): started only when the executor's ``fork_servers`` names the language.
@@ -335,6 +335,22 @@ def resolve_language(name: str, languages: Mapping[str, Language] | None = None)
     if reason:
         raise UnsupportedLanguage(lang.name, f"{reason}; {lang.hint()}")
     return lang
+
+
+def started_fork_servers(table: Mapping[str, Language], wanted: Sequence[str] | None) -> dict[str, tuple[str, ...]]:
+    """Language name -> the argv of its fork server, for the servers each slot of either backend starts:
+    those ``wanted`` names (``"default"``: every server not opt-in), or by default every one not opt-in;
+    an available language only (of this host, or of the runner image), in languages.toml's order (the
+    order the zygote starts them). A wanted name without a fork server is a ValueError."""
+    servers = {lang.name: lang for lang in table.values() if lang.fork_server}
+    names = set(wanted) if wanted is not None else {"default"}
+    unknown = names - set(servers) - {"default"}
+    if unknown:
+        raise ValueError(f"fork_servers: {sorted(unknown)} have no fork server; those that do: {sorted(servers)}")
+    if "default" in names:
+        names |= {name for name, lang in servers.items() if not lang.fork_server_opt_in}
+    unavailable = getattr(table, "unavailable", {})
+    return {name: lang.fork_server for name, lang in servers.items() if name in names and name not in unavailable}
 
 
 def languages_in_set(selection: str, table: Mapping[str, Language] | None = None) -> list[Language]:

@@ -55,7 +55,7 @@ from reward_core.sandbox_contract import (
 from sandbox.compile_artifacts import DEFAULT_ENTRIES as ARTIFACT_ENTRIES
 from sandbox.compile_artifacts import DEFAULT_MAX_MB as ARTIFACT_MAX_MB
 from sandbox.compile_artifacts import ArtifactCache
-from sandbox.languages import Language, host_version, load_languages
+from sandbox.languages import Language, host_version, load_languages, started_fork_servers
 from sandbox.runtime_build import built_helpers
 from sandbox.slot_cgroups import IN_SANDBOX as CGROUP_IN_SANDBOX
 from sandbox.slot_cgroups import SlotCgroups
@@ -105,29 +105,13 @@ class ProcessSandboxConfig:
     compile_cache_mb: int = ARTIFACT_MAX_MB
     compile_cache_entries: int = ARTIFACT_ENTRIES
     #: The languages whose fork servers each slot starts (languages.toml ``fork_server``). None: every
-    #: one not marked ``fork_server_opt_in`` (ruby, php, R); "default" in the tuple stands for those.
+    #: one not marked ``fork_server_opt_in`` (ruby, php, R, nodejs); "default" in the tuple stands for those.
     fork_servers: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_memory_mb", "max_processes", "supervisor_memory_mb"):
             if not int(getattr(self, name)) > 0:
                 raise ValueError(f"ProcessSandboxConfig.{name} must be > 0, got {getattr(self, name)!r}")
-
-
-def started_fork_servers(table: Mapping[str, Language], wanted: Sequence[str] | None) -> dict[str, tuple[str, ...]]:
-    """Language name -> the argv of its fork server, for the servers each slot starts: those ``wanted``
-    names (``"default"``: every server not opt-in), or by default every one not opt-in; an installed
-    language only, in languages.toml's order (the order the zygote starts them). A wanted name without a
-    fork server is a ValueError."""
-    servers = {lang.name: lang for lang in table.values() if lang.fork_server}
-    names = set(wanted) if wanted is not None else {"default"}
-    unknown = names - set(servers) - {"default"}
-    if unknown:
-        raise ValueError(f"fork_servers: {sorted(unknown)} have no fork server; those that do: {sorted(servers)}")
-    if "default" in names:
-        names |= {name for name, lang in servers.items() if not lang.fork_server_opt_in}
-    unavailable = getattr(table, "unavailable", {})
-    return {name: lang.fork_server for name, lang in servers.items() if name in names and name not in unavailable}
 
 
 def _note_once(key: str, msg: str, *args: object) -> None:
@@ -168,7 +152,7 @@ def runtime_files() -> list[Path]:
     """The runtime's modules and fork-server scripts, copied into every slot (never bound: a bind names its
     host path)."""
     return sorted([*RUNTIME_DIR.glob("*.py"), *RUNTIME_DIR.glob("*.rb"), *RUNTIME_DIR.glob("*.php"),
-                   *RUNTIME_DIR.glob("*.R"), *RUNTIME_DIR.glob("*.rkt")])
+                   *RUNTIME_DIR.glob("*.R"), *RUNTIME_DIR.glob("*.rkt"), *RUNTIME_DIR.glob("*.js")])
 
 
 def _filesystem(config: ProcessSandboxConfig, prefix: str, runtime_fds: Sequence[tuple[int, str]]) -> list[str]:

@@ -3,7 +3,9 @@
 A fork server's interpreter may lack an interface to the system calls its child needs to confine
 itself (R has none; racket's ffi could, but its I/O layer must also be renewed in the child):
 ``runtime/fork_server_native.c``, loaded by ``runtime/fork_server.R`` with ``dyn.load`` and by
-``runtime/fork_server.rkt`` with ``ffi-lib``. Each ``runtime/*.c`` is compiled here once per host
+``runtime/fork_server.rkt`` with ``ffi-lib``; ``runtime/fork_server_node.c``, node's Node-API addon
+(``runtime/fork_server.js``), which makes node forkable and calls the former's serve loop. Each
+``runtime/*.c`` is compiled here once per host
 process, with the C compiler the ``c`` language already needs (``gcc``, else ``cc``), into a private
 directory of ours (mode 0700, the executor's user, removed at exit); the process backend copies the
 shared object into every slot as it copies the rest of the runtime (root-owned, read-only,

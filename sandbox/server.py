@@ -77,8 +77,9 @@ class SandboxServerConfig:
     compile_cache_mb: int = field(default=512, metadata={"help": "megabytes of compiled artifacts kept (0: no cache)"})
     compile_cache_entries: int = field(default=1024, metadata={"help": "compiles kept (0: no cache)"})
     fork_servers: str = field(default="", metadata={
-        "help": "process backend: comma-separated languages whose warm fork servers each slot starts; "
-                "'default' stands for ruby, php and R (empty: just those), e.g. default,racket; 'none': no server"})
+        "help": "comma-separated languages whose warm fork servers each slot (either backend) starts; "
+                "'default' stands for ruby, php and R (empty: just those), e.g. default,racket,nodejs; "
+                "'none': no server"})
     security: ServerSecurityConfig = field(default_factory=ServerSecurityConfig)
 
     def __post_init__(self) -> None:
@@ -106,12 +107,12 @@ class SandboxServerConfig:
         the compile-artifact cache's place and bounds."""
         cache = {"compile_cache_dir": self.compile_cache_dir, "compile_cache_mb": self.compile_cache_mb,
                  "compile_cache_entries": self.compile_cache_entries}
+        servers = {} if not self.fork_servers else {"fork_servers": tuple(
+            name.strip() for name in self.fork_servers.split(",") if name.strip() not in ("", "none"))}
         if self.backend == "process":
-            servers = {} if not self.fork_servers else {"fork_servers": tuple(
-                name.strip() for name in self.fork_servers.split(",") if name.strip() not in ("", "none"))}
             return {"max_memory_mb": self.limits.max_memory_mb, "max_processes": self.limits.max_processes, **cache,
                     **servers}
-        return cache
+        return {**cache, **servers}
 
     def language_table(self) -> dict[str, Language]:
         return load_languages(self.languages_file or None)

@@ -15,7 +15,12 @@
 // the request's files and run arguments), writes them and includes the source at global scope as
 // `php -f main.php` would run it ($argv, $argc, exit statuses, shutdown functions, output buffers).
 //
-// argv: <uid> <scratch dir> <syscall number of wait4> <of unshare> <of pidfd_open> <of capset>
+// argv: <uid> <scratch dir> <syscall number of wait4> <of unshare> <of pidfd_open> <of capset> <slot mode>
+//
+// Slot mode "container" (the docker backend: no namespaces, no CAP_SYS_ADMIN): the child does what a
+// B does there -- no IPC namespace of its own (the container's; the sweep removes the uid's objects),
+// and a scratch directory of its own, <scratch dir>/<pid> (0700, the slot uid's: we hold CAP_CHOWN),
+// its cwd, HOME and TMPDIR.
 
 namespace SandboxForkServer;
 
@@ -36,6 +41,7 @@ function libc(): \FFI
         int open(const char *path, int flags);
         int close(int fd);
         int unshare(int flags);
+        int chown(const char *path, unsigned int owner, unsigned int group);
         int setgroups(size_t size, const void *list);
         int setresgid(unsigned int r, unsigned int e, unsigned int s);
         int setresuid(unsigned int r, unsigned int e, unsigned int s);
@@ -174,7 +180,16 @@ function confine_and_receive(array $cfg, array $fds, bool $extras, string $sourc
 {
     $ffi = libc();
     file_put_contents('/proc/self/oom_score_adj', '1000');
-    check($ffi->unshare(CLONE_NEWIPC), 'unshare');
+    $scratch = $cfg['scratch'];
+    if ($cfg['own_scratch']) {
+        $scratch .= '/' . getmypid();
+        if (!mkdir($scratch, 0700)) {
+            throw new \RuntimeException('mkdir failed');
+        }
+        check($ffi->chown($scratch, $cfg['uid'], $cfg['uid']), 'chown');
+    } else {
+        check($ffi->unshare(CLONE_NEWIPC), 'unshare');
+    }
     [$in, $out, $err, $chan] = $fds;
     check($ffi->dup2($in, 0), 'dup2');
     check($ffi->dup2($out, 1), 'dup2');
@@ -200,15 +215,24 @@ function confine_and_receive(array $cfg, array $fds, bool $extras, string $sourc
     $header[0] = 0x20080522;
     $data = $ffi->new('uint32_t[6]');
     check($ffi->capset(\FFI::addr($header[0]), \FFI::addr($data[0])), 'capset');
-    if (!chdir($cfg['scratch'])) {
+    if (!chdir($scratch)) {
         throw new \RuntimeException('chdir failed');
+    }
+    if ($cfg['own_scratch']) {                     // as `php -f` started there would see its environment
+        foreach (['HOME', 'TMPDIR'] as $name) {
+            putenv("$name=$scratch");
+            $_SERVER[$name] = $scratch;
+            if (isset($_ENV[$name])) {
+                $_ENV[$name] = $scratch;
+            }
+        }
     }
     $code = frame($chan);
     [$files, $args] = $extras ? unpack_extras(frame($chan)) : [[], []];
     $ffi->close($chan);
     write_files($files);
     write_files([[$source, $code]]);
-    return [$cfg['scratch'] . '/' . $source, [$source, ...$args]];
+    return [$scratch . '/' . $source, [$source, ...$args]];
 }
 
 function spawn(array $cfg, string $message, array $fds, array &$live): void
@@ -309,12 +333,12 @@ function program(): string
     return $path;
 }
 
-[$__sandbox_uid, $__sandbox_scratch, , , $__sandbox_pidfd_open, ] = array_slice($argv, 1);
+[$__sandbox_uid, $__sandbox_scratch, , , $__sandbox_pidfd_open, , $__sandbox_mode] = array_slice($argv, 1);
 $__sandbox_cfg = ['uid' => (int)$__sandbox_uid, 'scratch' => $__sandbox_scratch,
-                  'sys_pidfd_open' => (int)$__sandbox_pidfd_open,
+                  'sys_pidfd_open' => (int)$__sandbox_pidfd_open, 'own_scratch' => $__sandbox_mode === 'container',
                   'own' => array_values(array_diff(array_map('intval', array_filter(scandir('/proc/self/fd'), 'ctype_digit')),
                                                    [0, 1, 2, ZYGOTE]))];
-unset($__sandbox_uid, $__sandbox_scratch, $__sandbox_pidfd_open);
+unset($__sandbox_uid, $__sandbox_scratch, $__sandbox_pidfd_open, $__sandbox_mode);
 reply('R');
 serve($__sandbox_cfg);
 include program();

@@ -19,7 +19,12 @@
 # `__FILE__` are the source file, ARGV the run arguments, at_exit hooks run, an uncaught exception
 # is printed and exits 1. Whatever the program does to its interpreter stays in its own process.
 #
-# argv: <uid> <scratch dir> <syscall number of wait4> <of unshare> <of pidfd_open> <of capset>
+# argv: <uid> <scratch dir> <syscall number of wait4> <of unshare> <of pidfd_open> <of capset> <slot mode>
+#
+# Slot mode "container" (the docker backend: no namespaces, no CAP_SYS_ADMIN): the child does what a B
+# does there -- no IPC namespace of its own (the container's; the sweep removes the uid's objects), and
+# a scratch directory of its own, <scratch dir>/<pid> (0700, the slot uid's: we hold CAP_CHOWN), its
+# cwd, HOME and TMPDIR.
 
 require "fiddle"
 require "fileutils"
@@ -30,7 +35,8 @@ require "socket"
 module SandboxForkServer
   module_function
 
-  UID, SCRATCH, SYS_WAIT4, SYS_UNSHARE, SYS_PIDFD_OPEN, SYS_CAPSET = ARGV.shift(6).map { |a| a =~ /\A\d+\z/ ? Integer(a) : a }
+  UID, SCRATCH, SYS_WAIT4, SYS_UNSHARE, SYS_PIDFD_OPEN, SYS_CAPSET, MODE = ARGV.shift(7).map { |a| a =~ /\A\d+\z/ ? Integer(a) : a }
+  OWN_SCRATCH = MODE == "container"
   ZYGOTE = Socket.for_fd(3)
   CLONE_NEWIPC = 0x08000000
   WNOHANG = 1
@@ -105,7 +111,14 @@ module SandboxForkServer
 
   def confine_and_receive(ios, extras, source_file, limits, live)
     File.write("/proc/self/oom_score_adj", "1000")          # the OOM killer takes the program, never the server
-    syscall(SYS_UNSHARE, CLONE_NEWIPC)
+    scratch = SCRATCH
+    if OWN_SCRATCH
+      scratch = "#{SCRATCH}/#{Process.pid}"
+      Dir.mkdir(scratch, 0o700)
+      File.chown(UID, UID, scratch)
+    else
+      syscall(SYS_UNSHARE, CLONE_NEWIPC)
+    end
     $stdin.reopen(ios[0])
     $stdout.reopen(ios[1])
     $stderr.reopen(ios[2])
@@ -125,7 +138,8 @@ module SandboxForkServer
     header = [0x20080522, 0].pack("Ll")                    # ... and the inheritable set too
     data = ([0] * 6).pack("L6")
     syscall(SYS_CAPSET, Fiddle::Pointer[header].to_i, Fiddle::Pointer[data].to_i)
-    Dir.chdir(SCRATCH)
+    Dir.chdir(scratch)
+    ENV["HOME"] = ENV["TMPDIR"] = scratch if OWN_SCRATCH
     source = frame(chan)
     files, args = extras ? unpack_extras(frame(chan)) : [[], []]
     chan.close

@@ -1,4 +1,5 @@
-/* The fork servers of interpreters without (usable) system calls of their own: R and racket.
+/* The fork servers of interpreters without (usable) system calls of their own: R, racket and node
+ * (node's through fork_server_node.c, which calls sandbox_fork_serve).
  *
  * fork_server.R loads this library with dyn.load and calls sandbox_fork_server() through .C;
  * fork_server.rkt loads it with ffi-lib and calls sandbox_fork_serve(). (Built on the host with gcc
@@ -30,8 +31,16 @@
  * reads the program from its start, commandArgs() names it (--file=main.R, --args ...), and the
  * session's temporary directory is a fresh one of the slot uid (the server's is removed before it
  * serves). A top-level error then prints "Error ... Execution halted" and exits 1, quit(status=) exits
- * with its status, warnings are printed, output is flushed at exit: R's own code, not ours. Racket gets
+ * with its status, warnings are printed, output is flushed at exit: R's own code, not ours (but for the
+ * session directory's removal at exit: fork_server_r.c, loaded by fork_server.R first). Racket gets
  * the run arguments back and goes on with its own command line (`-u main.rkt`: fork_server.rkt).
+ *
+ * Slot mode "container" (the last argument; the docker backend: no namespaces, no CAP_SYS_ADMIN): the
+ * child does what a B does there -- no IPC namespace of its own (the container's; the sweep removes the
+ * uid's objects), and a scratch directory of its own, <scratch>/<pid> (0700, the slot uid's: the server
+ * holds CAP_CHOWN), its cwd, and in every environment variable that names the server's scratch (HOME,
+ * TMPDIR, and R's PWD and R_LIBS_USER, set from them when R started) the child's directory instead, as
+ * the run command started there would have them (R's session directory is then made there too).
  *
  * Standard C and Linux only; R's three symbols below are weak (resolved in R at dyn.load, absent in
  * racket).
@@ -49,6 +58,7 @@
 #include <dirent.h>
 #include <sys/resource.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -64,18 +74,20 @@ extern void R_set_command_line_arguments(int argc, char **argv) __attribute__((w
 
 #define ZYGOTE 3
 #define MAX_LIVE 1024
-#define MAX_OWN 16
+#define MAX_OWN 32
 #define MAX_LIMITS 16
 
 static uid_t slot_uid;
 static const char *scratch;
+static int own_scratch;                 /* slot mode "container": each child makes <scratch>/<pid> */
 static const char *const *server_argv;  /* R's command line up to "--args" (ours: the server's) */
 static int server_argc;
 static dev_t console_dev;               /* the file R reads its script from: fork_server.R */
 static ino_t console_ino;
 static int console_fd = -1;
-static int own_fds[MAX_OWN];            /* R's own descriptors when we started: a child keeps them */
+static int own_fds[MAX_OWN];            /* the interpreter's descriptors when we started: a child keeps them */
 static int n_own;
+static ino_t own_ino[MAX_OWN];          /* what each was then (a pipe the interpreter re-makes at fork differs) */
 static pid_t live_pid[MAX_LIVE];
 static int live_fd[MAX_LIVE];
 static int n_live;
@@ -248,6 +260,11 @@ static void renew_to(int fresh, int fd, int fd_flags, int fl_flags) {
         die("renew own descriptors");
 }
 
+static int own_inode(int i) {
+    struct stat st;
+    return fstat(own_fds[i], &st) == 0 && st.st_ino == own_ino[i];
+}
+
 static void renew_own_fds(void) {
     char links[MAX_OWN][64];
     int fd_flags[MAX_OWN], fl_flags[MAX_OWN], done[MAX_OWN] = {0};
@@ -267,7 +284,11 @@ static void renew_own_fds(void) {
             int fresh = epoll_create1(0);
             renew_to(fresh, own_fds[i], fd_flags[i], fl_flags[i]);
             close(fresh);
-        } else if (strncmp(links[i], "pipe:", 5) == 0) {
+        } else if (strcmp(links[i], "anon_inode:[eventfd]") == 0) {   /* node's event loops' wake-ups */
+            int fresh = eventfd(0, 0);
+            renew_to(fresh, own_fds[i], fd_flags[i], fl_flags[i]);
+            close(fresh);
+        } else if (strncmp(links[i], "pipe:", 5) == 0 && own_inode(i)) {   /* not one made at fork (libuv's lock) */
             int ends[2];
             if (pipe(ends) < 0)
                 die("pipe");
@@ -283,14 +304,46 @@ static void renew_own_fds(void) {
     }
 }
 
+/* Container mode, in the child: every environment variable that is the server's scratch or a path below it
+ * names the child's directory instead. */
+static void rebase_environment(const char *dir) {
+    extern char **environ;
+    size_t n = strlen(scratch);
+    char *names[256], *values[256];
+    int count = 0;
+    for (char **e = environ; *e && count < 256; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || strncmp(eq + 1, scratch, n) != 0 || (eq[1 + n] != 0 && eq[1 + n] != '/'))
+            continue;
+        names[count] = strndup(*e, (size_t)(eq - *e));
+        values[count] = malloc(strlen(dir) + strlen(eq + 1 + n) + 1);
+        if (!names[count] || !values[count])
+            die("malloc");
+        sprintf(values[count], "%s%s", dir, eq + 1 + n);
+        count++;
+    }
+    for (int i = 0; i < count; i++)
+        if (setenv(names[i], values[i], 1) < 0)
+            die("setenv");
+}
+
 /* In the child, before the program exists: confine, then receive the program (child_source, child_args). */
 static void child(int ios[4], int extras, const char *source_file, long long (*limits)[3], int nlimits) {
     int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);  /* the OOM killer takes the program */
     if (fd < 0 || write(fd, "1000", 4) != 4)
         die("oom_score_adj");
     close(fd);
-    if (unshare(CLONE_NEWIPC) < 0)
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", scratch);
+    if (own_scratch) {
+        snprintf(dir, sizeof dir, "%s/%d", scratch, (int)getpid());
+        if (mkdir(dir, 0700) < 0)
+            die("mkdir");
+        if (chown(dir, slot_uid, slot_uid) < 0)
+            die("chown");
+    } else if (unshare(CLONE_NEWIPC) < 0) {
         die("unshare");
+    }
     for (int i = 0; i < 3; i++)
         if (dup2(ios[i], i) < 0)
             die("dup2");
@@ -323,8 +376,10 @@ static void child(int ios[4], int extras, const char *source_file, long long (*l
     uint32_t data[6] = {0};
     if (syscall(SYS_capset, &header, data) < 0)
         die("capset");
-    if (chdir(scratch) < 0)
+    if (chdir(dir) < 0)
         die("chdir");
+    if (own_scratch)
+        rebase_environment(dir);
 
     size_t source_size, extras_size = 0;
     char *source = frame(chan, &source_size);
@@ -498,6 +553,7 @@ static int serve(void) {
 
 /* The interpreter's descriptors now (but 0-3 and the console, when there is one): a child keeps them. */
 static int find_own_fds(void) {
+    int too_many = 0;
     DIR *d = opendir("/proc/self/fd");
     if (!d)
         return 0;
@@ -509,10 +565,12 @@ static int find_own_fds(void) {
         if (console_ino && st.st_dev == console_dev && st.st_ino == console_ino && console_fd < 0)
             console_fd = fd;
         else if (n_own < MAX_OWN - 1)
-            own_fds[n_own++] = fd;
+            own_ino[n_own] = st.st_ino, own_fds[n_own++] = fd;
+        else
+            too_many = 1;               /* a child would lose one of them: do not serve */
     }
     closedir(d);
-    return 1;
+    return !too_many;
 }
 
 /* R's entry (.C): commandArgs() and its length. Never returns in the server (unless it could not start);
@@ -536,6 +594,7 @@ void sandbox_fork_server(char **args, int *nargs) {
         return;
     slot_uid = (uid_t)strtoul(args[i + 1], NULL, 10);
     scratch = strdup(args[i + 2]);
+    own_scratch = i + 7 < *nargs && strcmp(args[i + 7], "container") == 0;
     if (!find_own_fds() || console_fd < 0)
         return;
     own_fds[n_own++] = console_fd;
@@ -545,11 +604,13 @@ void sandbox_fork_server(char **args, int *nargs) {
         r_child();
 }
 
-/* Racket's entry (ffi): the slot uid and the scratch directory. Never returns in the server (NULL if it
- * could not start); returns in each child, confined, its source file then its run arguments (NULL-ended). */
-char **sandbox_fork_serve(const char *uid, const char *scratch_dir) {
+/* Racket's entry (ffi): the slot uid, the scratch directory and the slot mode. Never returns in the server
+ * (NULL if it could not start); returns in each child, confined, its source file then its run arguments
+ * (NULL-ended). */
+char **sandbox_fork_serve(const char *uid, const char *scratch_dir, const char *mode) {
     slot_uid = (uid_t)strtoul(uid, NULL, 10);
     scratch = strdup(scratch_dir);
+    own_scratch = mode && strcmp(mode, "container") == 0;
     if (!find_own_fds() || !serve())
         return NULL;
     char **out = calloc(child_nargs + 2, sizeof(char *));

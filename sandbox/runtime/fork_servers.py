@@ -1,9 +1,11 @@
 """Per-language fork servers: a warm interpreter of the slot that forks one child per execution.
 
 An interpreter whose start-up costs more than a whole sandboxed Python execution (ruby: rubygems,
-~55-85 ms; php: its extensions, ~20 ms; R: ~150 ms; racket: ~150 ms, ~1 s with ``#lang racket``) can
+~55-85 ms; php: its extensions, ~20 ms; R: ~150 ms; racket: ~150 ms, ~1 s with ``#lang racket``; node:
+~40 ms) can
 name a ``fork_server`` in languages.toml: a script of this directory (fork_server.rb, fork_server.php;
-fork_server.R and fork_server.rkt, whose system calls are C in fork_server_native.c, built on the host:
+fork_server.R, fork_server.rkt and fork_server.js, whose system calls are C in fork_server_native.c (node's
+preparation in fork_server_node.c), built on the host:
 sandbox/runtime_build.py) that the
 template zygote starts once, when the slot starts (the host names the servers on the zygote's
 command line; A can never name an argv), and asks for each execution's process instead of forking
@@ -12,7 +14,7 @@ a B that execs the interpreter. Like the zygote, the server never sees a request
 the zygote's seccomp filter and the program filter (no SIGKILL can be sent), the scrubbed
 environment, /dev/null on 0/1 and the zygote's stderr, in the programs' cgroups (whose limits count
 its memory and tasks on top), an empty bounding set and only CAP_SETUID, CAP_SETGID and
-CAP_SYS_ADMIN (what its child needs to confine itself: linux.keep_across_exec). The child confines
+CAP_SYS_ADMIN (container: CAP_CHOWN; what its child needs to confine itself: linux.keep_across_exec). The child confines
 itself as B does before it reads the program from its channel: oom_score_adj 1000, a new IPC
 namespace, only its own pipes, the rlimits the zygote sent (clamped as for a B), setgroups([]) and
 setresgid/setresuid to the slot uid (effective and permitted capabilities gone; the inheritable set
@@ -21,8 +23,13 @@ as the slot uid: a program can neither signal, trace nor read it (/proc hides it
 the slot uid never touches it. The zygote relays the server's exit notices (wait4's status and
 rusage) to A as its own children's.
 
-Only where B would get a uid of its own in shared-scratch mode (the process backend as root); else
-the language runs its ``run`` command as before. Protocol (SOCK_SEQPACKET): server -> zygote ``R``
+Only where B gets a uid of its own: the process backend as root (shared scratch) and the docker
+backend (``--mode container``); else the language runs its ``run`` command as before. The server's
+last argument is the slot's mode. In a container (no namespaces, no CAP_SYS_ADMIN) the child does what
+a B does there: no IPC namespace of its own (the container has one; the sweep removes the uid's IPC
+objects after every execution), and a scratch directory of its own, ``<scratch>/<pid>`` (0700, made
+as root and chowned to the slot uid: the server keeps CAP_CHOWN instead of CAP_SYS_ADMIN), which is
+its cwd, HOME and TMPDIR. Protocol (SOCK_SEQPACKET): server -> zygote ``R``
 once loaded; zygote -> server ``F <extras 0|1> <source file> <resource:soft:hard>...`` + fds
 [stdin, stdout, stderr, channel] -> ``P <pid>`` or ``E <reason>``; unprompted ``X <pid> <status>
 <utime> <stime> <maxrss>``.
@@ -42,8 +49,10 @@ from . import forks, linux, seccomp
 
 #: machine -> syscall numbers (wait4, unshare, pidfd_open, capset) a server script calls directly.
 _SYSCALLS = {"x86_64": (61, 272, 434, 126), "aarch64": (260, 97, 434, 91)}   # R's helper uses libc's own
-#: What a server keeps across its exec: its child's setgroups/setresgid/setresuid and IPC namespace.
-_SERVER_CAPS = (linux.CAP_SETUID, linux.CAP_SETGID, linux.CAP_SYS_ADMIN)
+#: What a server keeps across its exec, per layout (_layout): its child's setgroups/setresgid/setresuid, and
+#: (process) its new IPC namespace, or (container: no namespaces) the chown of its own scratch directory.
+_SERVER_CAPS = {"process": (linux.CAP_SETUID, linux.CAP_SETGID, linux.CAP_SYS_ADMIN),
+                "container": (linux.CAP_SETUID, linux.CAP_SETGID, linux.CAP_CHOWN)}
 #: Added to a server's resident size for the programs' memory limit (what it allocates while serving).
 _SERVER_SLACK_MB = 4
 #: Signals Python ignores: an exec'd interpreter must start with their default action.
@@ -55,7 +64,7 @@ _REPLY_S = 30.0
 def start_all(slot, log) -> dict[str, ForkServer]:
     """The template zygote, once, before it empties its own bounding set: language -> its running server.
     A server that cannot start is left out (logged with ``log``): its language runs ``run`` instead."""
-    if not (slot.mode == "process" and slot.shared_scratch and slot.uid is not None
+    if not (slot.uid is not None and (slot.shared_scratch or slot.mode == "container")
             and platform.machine() in _SYSCALLS):
         return {}
     servers = {}
@@ -65,6 +74,13 @@ def start_all(slot, log) -> dict[str, ForkServer]:
         except OSError as exc:
             log(f"fork server for {name} not started, it runs its run command: {exc}")
     return servers
+
+
+def _layout(slot) -> str:
+    """How a server's child confines itself, named for the slot mode that has it (the server's last
+    argument): "process" (the slot's shared scratch, a new IPC namespace per child) or "container" (a
+    scratch directory per child, the container's own IPC namespace, swept after every execution)."""
+    return "process" if slot.shared_scratch else "container"
 
 
 def served(servers: dict, cfg: dict, role: str, nfds: int) -> ForkServer | None:
@@ -82,7 +98,8 @@ class ForkServer:
     def __init__(self, argv: list[str], slot, scratch: str) -> None:
         """Fork and exec the server; wait until it has loaded (``R``). Raises OSError."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        argv = [*argv, str(slot.uid), scratch, *(str(n) for n in _SYSCALLS[platform.machine()])]
+        layout = _layout(slot)
+        argv = [*argv, str(slot.uid), scratch, *(str(n) for n in _SYSCALLS[platform.machine()]), layout]
         pid = os.fork()
         if pid == 0:
             try:
@@ -95,7 +112,7 @@ class ForkServer:
                 for sig in _DEFAULT_SIGNALS:
                     _signal.signal(sig, _signal.SIG_DFL)
                 seccomp.install_program_filter()   # inherited by every child: no SIGKILL from programs
-                linux.keep_across_exec(_SERVER_CAPS)
+                linux.keep_across_exec(_SERVER_CAPS[layout])
                 os.chdir(scratch)
                 os.execvp(argv[0], argv)
             except BaseException as exc:  # noqa: BLE001 - never return into the zygote's loop

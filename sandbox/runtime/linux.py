@@ -128,6 +128,7 @@ def set_capabilities(keep: tuple[int, ...] = ()) -> None:
     _check(_capset(ctypes.byref(header), data), "capset")
 
 
+CAP_CHOWN = 0
 CAP_SETGID = 6
 CAP_SETUID = 7
 CAP_SETPCAP = 8

@@ -1,9 +1,10 @@
-"""Ruby, PHP, R and racket: what a program does to its own interpreter stays in its own execution.
+"""Ruby, PHP, R, racket and node: what a program does to its own interpreter stays in its own execution.
 
 Issue 20 cuts these languages' start-up with a per-language fork server (a warm interpreter of the
-slot forks one child per execution: sandbox/runtime/fork_servers.py; process backend as root).
-Whatever runs them, these properties must hold, on one slot (concurrency 1: every execution below
-reuses the same sandbox, and the same server):
+slot forks one child per execution: sandbox/runtime/fork_servers.py; process backend as root, and the
+docker backend, whose child makes its own scratch directory and keeps the container's IPC namespace).
+Whatever runs them, these properties must hold, on one slot of each backend (concurrency 1: every
+execution below reuses the same sandbox, and the same server):
 
 * a program that poisons its interpreter -- redefines ``Kernel#exit``/``puts``, registers exit hooks
   and output callbacks that print the expected answer, closes STDOUT, leaves a forked process and a
@@ -33,6 +34,8 @@ Skipped where the toolchain is missing (failed under SANDBOX_REQUIRE_LANGUAGES=1
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 from dataclasses import replace
 
@@ -43,6 +46,7 @@ from reward_core.sandbox_contract import TestCase as Case
 from reward_core.sandbox_contract import TestStyle as Style
 from sandbox import process_backend
 from sandbox.factory import create_executor
+from sandbox.language_list import executor_versions
 from sandbox.languages import LanguageTable, load_languages
 from tests.language_programs import DOUBLE, require_language
 
@@ -112,6 +116,22 @@ sink(file("/dev/null", "w"))
 (with-output-to-file "main.rkt" (lambda () (write-string "#lang racket/base\\n(displayln 42)\\n")) #:exists 'replace)
 (make-directory "compiled")
 (close-output-port (current-output-port))
+""",
+    "nodejs": """\
+const fs = require("fs");
+process.on("exit", () => { try { fs.writeSync(1, "42\\n"); } catch (e) {} });
+process.exit = () => {};
+console.log = () => fs.writeSync(1, "42\\n42\\n");
+Object.prototype.poisoned = true;
+Math.random = () => 0.5;
+require("child_process").spawn("sh", ["-c", "sleep 3; echo 42"],
+                               { detached: true, stdio: ["ignore", "inherit", "ignore"] }).unref();
+setInterval(() => { try { fs.writeSync(1, "42\\n"); } catch (e) {} }, 50).unref();
+new (require("worker_threads").Worker)("setInterval(() => {}, 1000)", { eval: true }).unref();
+process.env.NODE_OPTIONS = "--require /scratch/poison.js";
+fs.writeFileSync("poison.js", "console.log(42)");
+fs.writeFileSync("main.js", "console.log(42)");
+fs.closeSync(1);
 """,}
 #: Fills its process limit and leaves every process behind, blocked or spinning, until the wall limit.
 FORK_BOMB = {
@@ -120,6 +140,9 @@ FORK_BOMB = {
     "R": "repeat try(parallel:::mcfork(), silent = TRUE)\n",
     "racket": "#lang racket/base\n(require ffi/unsafe)\n(define fork (get-ffi-obj \"fork\" #f (_fun -> _int)))\n"
               "(let loop () (fork) (loop))\n",
+    "nodejs": "const cp = require('child_process');\n"
+              "for (;;) { try { cp.spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {stdio: 'ignore'}); }"
+              " catch (e) { } }\n",
 }
 #: Reads 21, prints 41: wrong, and must stay wrong.
 WRONG = {
@@ -127,6 +150,7 @@ WRONG = {
     "php": "<?php\nfgets(STDIN);\necho \"41\\n\";\n",
     "R": "invisible(readLines(file('stdin'), n = 1))\ncat('41\\n')\n",
     "racket": "#lang racket/base\n(void (read))\n(displayln 41)\n",
+    "nodejs": "require('fs').readFileSync(0);\nconsole.log(41);\n",
 }
 #: Prints the right answer, then ends badly; an exit hook prints the answer once more.
 DIES_AFTER_ANSWER = {
@@ -155,6 +179,15 @@ DIES_AFTER_ANSWER = {
         '(displayln (* 2 (read)))\n(error \'boom "late")\n',
         '#lang racket/base\n(displayln (* 2 (read)))\n(flush-output)\n(exit 3)\n',
         '#lang racket\n(displayln (* 2 (read)))\n(raise \'oops)\n',
+    ],
+    "nodejs": [
+        "process.on('exit', () => console.log(42));\n"
+        "console.log(Number(require('fs').readFileSync(0, 'utf8')) * 2);\nthrow new Error('boom');\n",
+        "process.on('exit', () => console.log(42));\n"
+        "console.log(Number(require('fs').readFileSync(0, 'utf8')) * 2);\nprocess.exit(3);\n",
+        "console.log(Number(require('fs').readFileSync(0, 'utf8')) * 2);\nPromise.reject(new Error('late'));\n",
+        "process.on('exit', () => { process.exitCode = 4; });\n"
+        "console.log(Number(require('fs').readFileSync(0, 'utf8')) * 2);\n",
     ],
 }
 #: Correct programs that rely on the language's normal end and start-up.
@@ -215,6 +248,34 @@ SEMANTICS = {
         "subprocess": "#lang racket/base\n(require racket/system)\n(define x (read))\n(void (system \"true\"))\n"
                       "(displayln (* 2 x))\n",
     },
+    "nodejs": {
+        "exit hook output": "const x = Number(require('fs').readFileSync(0, 'utf8'));\n"
+                            "process.on('exit', () => console.log(x * 2));\n",
+        "main idiom": "if (require.main === module && __filename === require('path').resolve('main.js'))\n"
+                      "  console.log(Number(require('fs').readFileSync(0, 'utf8')) * 2);\n",
+        "arguments": "console.log(Number(process.argv[2]) + Number(require('fs').readFileSync(0, 'utf8')));\n",
+        "relative file": "require('fs').readFileSync(0);\n"
+                         "console.log(Number(require('fs').readFileSync('data.txt', 'utf8')) * 2);\n",
+        "async I/O, timers and promises": "require('fs').readFile(0, 'utf8', (e, d) => setTimeout(() =>\n"
+                                          "  Promise.resolve(Number(d) * 2).then(console.log), 10));\n",
+        "stdin stream": "let s = '';\nprocess.stdin.on('data', (d) => { s += d; })"
+                        ".on('end', () => console.log(Number(s) * 2));\n",
+        "thread pool": "const x = Number(require('fs').readFileSync(0, 'utf8'));\n"
+                       "require('crypto').pbkdf2('a', 'b', 1000, 16, 'sha256', () =>\n"
+                       "  require('zlib').gzip('x', () => console.log(x * 2)));\n",
+        "worker thread": "const { Worker } = require('worker_threads');\n"
+                         "const x = Number(require('fs').readFileSync(0, 'utf8'));\n"
+                         "new Worker('require(\"worker_threads\").parentPort.postMessage(2)', { eval: true })\n"
+                         "  .on('message', (m) => console.log(x * m));\n",
+        "garbage collection": "let a = [], n = 0;\nfor (let i = 0; i < 3e6; i++) {\n"
+                              "  a.push({ i, s: 'x' + i });\n  if (a.length > 2e5) { n += a.length; a = []; }\n}\n"
+                              "const big = Buffer.alloc(64 << 20, 1), arr = new Array(4e6).fill(1.5);\n"
+                              "if (n > 0 && big[1] === 1 && arr[5] === 1.5) "
+                              "console.log(Number(require('fs').readFileSync(0, 'utf8')) * 2);\n",
+        "node runs node": "const cp = require('child_process');\n"
+                          "const out = cp.execFileSync(process.execPath, ['-e', 'console.log(21)']);\n"
+                          "console.log(Number(out) * 2);\n",
+    },
 }
 LANGUAGES = sorted(POISON)
 #: What the program's own process holds (a fork server's child must hold no more than a fresh B): its
@@ -259,13 +320,42 @@ cat("signal parent:", if (isTRUE(tools::pskill(ppid, 0L))) "yes" else "no", "\\n
 (define kill (get-ffi-obj "kill" #f (_fun _int _int -> _int)))
 (printf "signal parent: ~a\\n" (if (zero? (kill ppid 0)) "yes" "no"))
 """,
+    "nodejs": """\
+const fs = require("fs");
+for (const l of fs.readFileSync("/proc/self/status", "utf8").split("\\n")) {
+  if (/^(Uid|Cap\\w+|NoNewPrivs|Seccomp):/.test(l)) console.log(l);
+}
+for (const fd of fs.readdirSync("/proc/self/fd")) {
+  let what = "gone";
+  try { what = fs.readlinkSync("/proc/self/fd/" + fd); } catch (e) {}
+  console.log("fd " + fd + " " + what);
+}
+let yes = true;
+try { process.kill(process.ppid, 0); } catch (e) { yes = false; }
+console.log("signal parent: " + (yes ? "yes" : "no"));
+""",
 }
 
 
+#: Each test runs on both backends (docker: the runner image of SANDBOX_LANGUAGES, all in CI).
+BACKENDS = [pytest.param("process", id="process"), pytest.param("docker", id="docker", marks=pytest.mark.docker)]
+
+
+def backend_options(request, backend: str) -> dict:
+    """create_executor's options for ``backend`` (docker: its runner image, or the test skips)."""
+    return {"image": request.getfixturevalue("docker_runner_image")} if backend == "docker" else {}
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def executor():
-    # one slot: every execution follows the last one there; racket's server is opt-in
-    ex = create_executor("process", concurrency=1, fork_servers=("default", "racket"))
+def executor(request, backend):
+    # one slot: every execution follows the last one there; racket's and node's servers are opt-in
+    ex = create_executor(backend, concurrency=1, fork_servers=("default", "racket", "nodejs"),
+                         **backend_options(request, backend))
     yield ex
     ex.close()
 
@@ -317,8 +407,7 @@ def test_the_program_holds_no_privilege_and_no_descriptor_of_the_sandbox(executo
     for what in fds.values():    # its pipes, its source, the interpreter's eventfds/epoll: no socket
         assert not what.startswith(("socket:", "anon_inode:[pidfd]", "/dev/pts")), result.stdout
         assert what.startswith(("pipe:", "anon_inode:[eventfd]", "anon_inode:[eventpoll]", "/dev/null", "/proc/",
-                                "gone", "/memfd:",
-                                "/scratch/main.")), what
+                                "gone", "/memfd:")) or re.fullmatch(r"/scratch/(\d+/)?main\.\w+", what), what
     assert "signal parent: no" in result.stdout
 
 
@@ -366,6 +455,24 @@ AS_THE_RUN_COMMAND = {"R": {
                "print(options()[c('warn', 'digits', 'keep.source', 'echo', 'encoding')])\n",
     "shell": "system('echo hi; id -u | grep -qv \"^0$\" && echo not-root')\n",
     "killed by a signal": "cat('a\\n')\ninvisible(tools::pskill(Sys.getpid(), tools::SIGTERM))\n",
+    # R's exit (the server's child ends through runtime/fork_server_r.c's r_exit, then R's own)
+    "exit steps warn": ".Last <- function() { cat('last', dir.exists(tempdir()), '\\n'); warning('from .Last') }\n"
+                       "invisible(reg.finalizer(globalenv(), function(e) { cat('fin', dir.exists(tempdir()), '\\n')\n"
+                       "  warning('from a finalizer') }, onexit = TRUE))\nwarning('top')\ncat('x\\n')\n",
+    "warning pending at quit": "f <- function() { warning('pending'); quit(status = 2) }\nf()\n",
+    "quit without .Last": ".Last <- function() cat('last\\n')\nquit(status = 4, runLast = FALSE)\n",
+    "error in .Last": ".Last <- function() stop('in .Last')\ncat('x\\n')\n",
+    "error after a warning": "warning('first')\nf <- function() { warning('w'); stop('e') }\nf()\n",
+    "quit saving": "x <- 1\ninvisible(reg.finalizer(globalenv(), function(e) cat(file.exists('.RData'), '\\n'), "
+                   "onexit = TRUE))\nquit(save = 'yes')\n",
+    "temporary files": "f <- tempfile()\nwriteLines('a', f)\n"
+                       "dir.create(file.path(tempdir(), 'd', 'e'), recursive = TRUE)\n"
+                       "writeLines('b', file.path(tempdir(), 'd', 'e', 'g'))\nSys.chmod(f, '0400')\n"
+                       "invisible(file.symlink(normalizePath('main.R'), file.path(tempdir(), 'link')))\n"
+                       "cat(readLines(f), length(list.files(tempdir(), recursive = TRUE)), '\\n')\n",
+    "removes its temporary directory": "unlink(tempdir(), recursive = TRUE)\ncat(dir.exists(tempdir()), '\\n')\n",
+    "top-level on.exit": "on.exit(cat('bye\\n'))\ncat('x\\n')\n",
+    "shell in .Last": ".Last <- function() system('echo from .Last')\ncat('x\\n')\n",
 }, "racket": {
     "racket/base": "#lang racket/base\n(define x (read))\n(displayln (* x 2))\n",
     "printing": "#lang racket\n(define x (read))\n(displayln (* x 2))\n(list 1 \"a\" 'b)\n\"str\"\n"
@@ -391,26 +498,58 @@ AS_THE_RUN_COMMAND = {"R": {
     "not a module": "(displayln 5)\n",
     "environment": "#lang racket/base\n(for ([n (environment-variables-names (current-environment-variables))])\n"
                    "  (printf \"~a=~a\\n\" n (getenv (bytes->string/utf-8 n))))\n",
+}, "nodejs": {
+    "uncaught error": "console.log('a');\nfunction f() { throw new Error('boom'); }\nf();\n",
+    "syntax error": "console.log('a');\nlet x = ;\n",
+    "unhandled rejection": "console.log('a');\nPromise.reject(new Error('r'));\n",
+    "exit code": "console.log('q');\nprocess.exitCode = 3;\n",
+    "exit in an exit handler": "process.on('exit', (c) => { console.log('exit', c); });\nprocess.exit(5);\n",
+    "beforeExit": "let n = 0;\n"
+                  "process.on('beforeExit', () => { if (n++ < 2) setTimeout(() => console.log('again', n), 1); });\n",
+    "argv and main module": "console.log(process.argv.slice(1), process.execArgv, require.main === module,\n"
+                            "  __filename,\n"
+                            "  __dirname, module.id, process.argv0, process.title, Object.keys(require.cache));\n",
+    "environment": "console.log(JSON.stringify(process.env));\n",
+    "pid": "const stat = require('fs').readFileSync('/proc/self/stat', 'utf8');\n"
+           "console.log(process.pid === Number(stat.split(' ')[0]));\n",
+    "killed by a signal": "console.log('a');\nprocess.kill(process.pid, 'SIGTERM');\nsetTimeout(() => {}, 5000);\n",
+    "dynamic import": "import('fs').then((m) => console.log(typeof m.readFileSync));\n",
+    "lines": "const rl = require('readline').createInterface({ input: process.stdin });\n"
+             "rl.on('line', (l) => console.log('line', l)).on('close', () => console.log('end'));\n",
+    "large output": "process.stdout.write('x'.repeat(60000) + '\\n');\n",   # under the 64 KB output cap
+    "child process fork": "const cp = require('child_process');\n"
+                          "if (process.argv[2] === 'child') console.log('child', process.execArgv);\n"
+                          "else cp.fork(__filename, ['child']).on('exit', (c) => console.log('forked', c));\n",
 }}
 
 
 @pytest.fixture(scope="module")
-def run_command_executor():
+def run_command_executor(request, backend):
     """The same languages without their fork servers: each execution runs the language's run command."""
     table = load_languages()
     plain = LanguageTable([replace(lang, fork_server=()) for lang in table.values()], table.unavailable)
-    ex = create_executor("process", concurrency=1, languages=plain)
+    ex = create_executor(backend, concurrency=1, languages=plain, **backend_options(request, backend))
     yield ex
     ex.close()
 
 
 #: A program that prints a fact telling a fork server's child from the run command's process, and that fact
 #: under each: where R reads its program from (Rscript opens it on its first free descriptor, 3; the server's
-#: child reads it on the server's script descriptor); racket's warm-up module, declared in the server only.
+#: child reads it on the server's script descriptor); racket's warm-up module, declared in the server only;
+#: ruby's Fiddle and php's server functions, loaded by the server only.
 SERVED = {
-    "R": ("cat(identical(Sys.readlink('/proc/self/fd/3'), '/scratch/main.R'), '\\n')\n", "TRUE \n", "FALSE \n"),
+    "ruby": ("p defined?(Fiddle).nil?\n", "true\n", "false\n"),
+    "php": ("<?php var_dump(function_exists('SandboxForkServer\\\\libc'));\n", "bool(false)\n", "bool(true)\n"),
+    "R": ("cat(identical(basename(Sys.readlink('/proc/self/fd/3')), 'main.R'), '\\n')\n", "TRUE \n", "FALSE \n"),
     "racket": ("#lang racket/base\n(displayln (module-declared? ''sandbox-fork-server-warm-up #f))\n", "#f\n", "#t\n"),
+    "nodejs": ("console.log(require('fs').readFileSync('/proc/self/cmdline', 'utf8').includes('fork_server.js'));\n",
+               "false\n", "true\n"),
 }
+
+
+def node_is_served(executor) -> bool:
+    """Whether the executor's node is the one its fork server supports (runtime/fork_server.js: node 20)."""
+    return executor_versions(executor, executor.languages).get("nodejs", "").startswith("v20.")
 
 
 @pytest.mark.parametrize("language", sorted(SERVED))
@@ -418,6 +557,8 @@ def test_the_language_runs_in_its_fork_server(executor, run_command_executor, la
     """Guards the comparison below against comparing the run command with itself (a server that silently
     failed to start)."""
     require_language(executor.languages, language)
+    if language == "nodejs" and not node_is_served(executor):
+        pytest.skip("node's fork server is checked on node 20 only: under another node `node main.js` runs")
     code, plain, served = SERVED[language]
     assert run(run_command_executor, language, code).stdout == plain
     assert run(executor, language, code).stdout == served
@@ -427,13 +568,32 @@ def test_the_language_runs_in_its_fork_server(executor, run_command_executor, la
                          [(lang, what) for lang in sorted(AS_THE_RUN_COMMAND) for what in AS_THE_RUN_COMMAND[lang]])
 def test_programs_run_as_the_run_command_runs_them(executor, run_command_executor, language, what) -> None:
     require_language(executor.languages, language)
-    args = {"args": ("a", "b c")} if what in ("commandArgs", "arguments and run file") else {}
+    args = {"args": ("a", "b c")} if what in ("commandArgs", "arguments and run file", "argv and main module") else {}
     code = AS_THE_RUN_COMMAND[language][what]
     served = run(executor, language, code, **args)
     plain = run(run_command_executor, language, code, **args)
     assert plain.verdict is not Verdict.SANDBOX_ERROR, plain.error
-    assert (served.verdict, served.exit_code, served.signal, served.stdout, served.stderr) == \
-           (plain.verdict, plain.exit_code, plain.signal, plain.stdout, plain.stderr)
+    assert (served.verdict, served.exit_code, served.signal, scratch_named(served.stdout),
+            scratch_named(served.stderr)) == \
+           (plain.verdict, plain.exit_code, plain.signal, scratch_named(plain.stdout), scratch_named(plain.stderr))
+
+
+def scratch_named(text: str) -> str:
+    """The docker backend's per-execution scratch directory (/scratch/<pid>) under one name: the pids differ."""
+    return re.sub(r"/scratch/\d+(?=/|\b)", "/scratch/<pid>", text)
+
+
+def test_r_leaves_no_session_directory_to_the_next_execution(executor) -> None:
+    """A served R child removes its tempdir() itself at exit (runtime/fork_server_r.c, not R's `rm -Rf`):
+    files, a subdirectory, a read-only file and a link to the program go; the program's file stays."""
+    require_language(executor.languages, "R")
+    first = run(executor, "R", AS_THE_RUN_COMMAND["R"]["temporary files"] + "cat(tempdir(), file = stderr())\n")
+    assert first.stdout == "a 3 \n" and "/Rtmp" in first.stderr, (first.error, first.stderr)
+    listing = "cat(sort(list.files(dirname(tempdir()), all.files = TRUE, no.. = TRUE)), tempdir(), sep = '\\n')\n"
+    second = run(executor, "R", listing)
+    *names, own = second.stdout.splitlines()
+    assert os.path.basename(first.stderr) not in names
+    assert [n for n in names if n.startswith("Rtmp")] == [os.path.basename(own)]
 
 
 def test_without_its_c_helper_r_runs_rscript(monkeypatch) -> None:
@@ -448,3 +608,11 @@ def test_without_its_c_helper_r_runs_rscript(monkeypatch) -> None:
         assert result.stdout == "42\n" and result.stderr == "TRUE"       # Rscript's descriptor 3
     finally:
         ex.close()
+
+
+def test_each_node_execution_has_its_own_randomness(executor) -> None:
+    """A forked node reseeds V8's generator (Math.random) and OpenSSL's, as a new node seeds them."""
+    require_language(executor.languages, "nodejs")
+    code = "console.log(Math.random(), require('crypto').randomBytes(8).toString('hex'));\n"
+    outputs = [run(executor, "nodejs", code).stdout for _ in range(3)]
+    assert all(outputs) and len(set(outputs)) == 3, outputs

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import struct
+import tarfile
 import time
 
 import pytest
@@ -15,6 +17,7 @@ from sandbox.docker_backend import ZYGOTE_CAPS, AttachTransport, DockerConfig, c
 from sandbox.docker_image import (
     LANGUAGES_LABEL,
     BaseRecipe,
+    _runtime_tar,
     debian_mirror,
     language_selection,
     runner_tag,
@@ -126,6 +129,28 @@ def test_the_supervisor_gets_a_uid_of_its_own():
     command = container_settings(DockerConfig(), "img:tag", 123456789, {"l": "v"}, 987654321)["command"]
     assert command[command.index("--supervisor-uid") + 1] == "987654321"
     assert command[command.index("--slot-uid") + 1] == "123456789"
+
+
+def test_the_fork_servers_are_named_to_the_zygote_and_counted_in_the_memory_limit():
+    servers = {"ruby": ("ruby", "{runtime}/fork_server.rb"), "R": ("Rscript", "--vanilla", "{runtime}/fork_server.R")}
+    config = DockerConfig(memory_slack_mb=100, fork_server_memory_mb=64)
+    with_servers = container_settings(config, "img:tag", 123456789, {"l": "v"}, 987654321, servers)
+    command = with_servers["command"]
+    assert json.loads(command[command.index("--fork-servers") + 1]) == {
+        "ruby": ["ruby", "/opt/sandbox/runtime/fork_server.rb"],
+        "R": ["Rscript", "--vanilla", "/opt/sandbox/runtime/fork_server.R"]}
+    without = container_settings(config, "img:tag", 123456789, {"l": "v"}, 987654321)
+    assert "--fork-servers" not in without["command"]
+    assert int(with_servers["host_config"]["mem_limit"][:-1]) == int(without["host_config"]["mem_limit"][:-1]) + 128
+    assert config.container_memory_mb(Limits(memory_mb=256, scratch_mb=32), None, 2) == 388 + 128
+    assert set(with_servers["host_config"]["cap_add"]) == set(ZYGOTE_CAPS)     # no capability more for them
+
+
+def test_the_runtime_in_the_image_is_roots_alone(tmp_path):
+    (tmp_path / "zygote.py").write_text("x = 1\n")
+    with tarfile.open(fileobj=io.BytesIO(_runtime_tar(tmp_path))) as tar:
+        modes = {member.name: member.mode for member in tar.getmembers()}
+    assert modes["opt/sandbox/runtime"] == 0o700 and modes["opt/sandbox"] == 0o755
 
 
 def test_container_memory_follows_the_execution_limits():

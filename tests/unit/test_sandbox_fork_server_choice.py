@@ -1,9 +1,11 @@
-"""Which fork servers a slot starts: every one not opt-in by default (ruby, php, R), racket's only when named."""
+"""Which fork servers a slot starts: every one not opt-in by default (ruby, php, R), racket's and node's only
+when named."""
 
 from __future__ import annotations
 
 import pytest
 
+from sandbox.docker_backend import DockerConfig
 from sandbox.languages import LanguageTable, load_languages
 from sandbox.process_backend import ProcessSandboxConfig, started_fork_servers
 from sandbox.server import SandboxServerConfig
@@ -15,7 +17,8 @@ def table() -> LanguageTable:
 
 
 def test_by_default_every_server_but_the_opt_in_ones(table) -> None:
-    assert table["racket"].fork_server and table["racket"].fork_server_opt_in
+    for name in ("racket", "nodejs"):
+        assert table[name].fork_server and table[name].fork_server_opt_in
     started = started_fork_servers(table, None)
     assert set(started) == {"ruby", "php", "R"}
     assert started["ruby"] == table["ruby"].fork_server
@@ -24,6 +27,7 @@ def test_by_default_every_server_but_the_opt_in_ones(table) -> None:
 def test_a_named_set_is_exactly_those_and_default_stands_for_the_usual_ones(table) -> None:
     assert set(started_fork_servers(table, ("racket",))) == {"racket"}
     assert set(started_fork_servers(table, ("default", "racket"))) == {"ruby", "php", "R", "racket"}
+    assert set(started_fork_servers(table, ("default", "nodejs"))) == {"ruby", "php", "R", "nodejs"}
     assert started_fork_servers(table, ()) == {}
 
 
@@ -34,7 +38,7 @@ def test_a_language_without_a_fork_server_is_refused_by_name(table) -> None:
 
 def test_an_uninstalled_language_starts_no_server(table) -> None:
     installed_only = LanguageTable(table.values(), {"racket": "not installed", "R": "not installed"})
-    assert set(started_fork_servers(installed_only, ("default", "racket"))) == {"ruby", "php"}
+    assert set(started_fork_servers(installed_only, ("default", "racket", "nodejs"))) == {"ruby", "php", "nodejs"}
 
 
 @pytest.mark.parametrize("flag, options", [
@@ -46,3 +50,14 @@ def test_the_servers_flag_becomes_the_executor_option(flag, options) -> None:
     got = SandboxServerConfig(fork_servers=flag).executor_options()
     assert {k: v for k, v in got.items() if k == "fork_servers"} == options
     ProcessSandboxConfig(**{k: v for k, v in got.items() if k in ("fork_servers",)})
+
+
+@pytest.mark.parametrize("flag, options", [
+    ("", {}),
+    ("default,racket", {"fork_servers": ("default", "racket")}),
+    ("none", {"fork_servers": ()}),
+])
+def test_the_docker_backend_gets_the_same_choice(flag, options) -> None:
+    got = SandboxServerConfig(backend="docker", fork_servers=flag).executor_options()
+    assert {k: v for k, v in got.items() if k == "fork_servers"} == options
+    DockerConfig(**{k: v for k, v in got.items() if k in ("fork_servers",)})

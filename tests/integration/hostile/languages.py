@@ -588,6 +588,19 @@ for (const d of ["/usr", "/etc", "/tmp", "/var/tmp", "/dev/shm", "@@REPO@@", "@@
   catch (e) { console.log("write " + d + " -> " + e.code); }
 }
 try { console.log(cp.execSync("@@SHELL_PROBE@@ 2>&1 || true").toString()); } catch (e) { console.log("shell -> " + e); }
+// forked from the slot's warm node: its parent (the fork server), what it inherited, the server's helpers
+for (const fd of fs.readdirSync("/proc/self/fd").map(Number).filter((fd) => fd > 2)) {
+  let what = "";
+  try { what = fs.readlinkSync("/proc/self/fd/" + fd); } catch (e) { continue; }
+  if (what.startsWith("pipe:") || what.startsWith("anon_inode:[event")) continue;   // node's own, fresh
+  try { if (fs.writeSync(fd, "X " + process.pid + " 0 0 0 0") > 0) esc("wrote fd " + fd + " " + what); } catch (e) {}
+}
+for (const sig of ["SIGTERM", "SIGHUP", "SIGSTOP"]) {
+  try { process.kill(process.ppid, sig); esc("signalled the parent " + sig); } catch (e) { console.log(sig + " -> " + e.code); }
+}
+for (const helper of ["fork_server_node.so", "fork_server_native.so", "fork_server.js"]) {
+  try { fs.readFileSync("/opt/sandbox/runtime/" + helper); esc("read " + helper); } catch (e) { console.log(helper + " -> " + e.code); }
+}
 const dial = (host, port) => new Promise((done) => {
   const s = net.connect({host, port, timeout: 300});
   s.on("connect", () => { esc("tcp " + host + ":" + port); s.destroy(); done(); });
@@ -611,7 +624,9 @@ const ips = "@@HOST_IPS@@".replace(/[\[\]' ]/g, "").split(",").filter((ip) => ip
 NODE_PROGRAMS: list[HostileProgram] = [
     HostileProgram("nodejs_escape", E, language="nodejs", problem="canary", allowed=RAN,
                    description="node: read the canaries and /etc/shadow, list /root and the repository, write in /usr, "
-                               "/etc, /tmp and the repository, net.connect to the host, DNS, UDP, execSync a shell",
+                               "/etc, /tmp and the repository, net.connect to the host, DNS, UDP, execSync a shell; "
+                               "signal its parent (the fork server), forge an exit notice on every inherited fd, "
+                               "read the server's helpers",
                    code=NODE_ESCAPE.replace("@@SHELL_PROBE@@", SHELL_PROBE.replace('"', '\\"')), followup=LEFTOVERS),
     HostileProgram(
         "nodejs_spawn_bomb", X, language="nodejs", allowed=FORK_BOMB, followup=LEFTOVERS,
