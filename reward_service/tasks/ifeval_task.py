@@ -123,8 +123,11 @@ class IfevalTask(Task):
         self._built: dict[bytes, tuple[tuple[Instruction, ...], tuple[str, ...], str | None]] = {}
         #: Each distinct instruction (dialect, id, arguments) built, for references not seen yet.
         self._instructions: dict[bytes, Instruction] = {}
+        #: What an outcome says for each (component names, verdicts, aggregation): its value, components, detail
+        #: and explanation, written once (the verdicts are the checks' each time; only their wording is kept).
+        self._said: dict[tuple[tuple[str, ...], tuple[bool, ...], str], tuple[float, dict[str, float], str, str]] = {}
 
-    def _parse(self, reference: Mapping[str, Any]) -> tuple[Sequence[Instruction], Sequence[str], str]:
+    def _parse(self, reference: Mapping[str, Any]) -> tuple[Sequence[Instruction], tuple[str, ...], str]:
         """The built instructions, their component names (``index:id``) and the aggregation for this row;
         raises InvalidReference."""
         key = reference_key(reference)
@@ -179,24 +182,35 @@ class IfevalTask(Task):
         except UnsupportedInstruction as exc:
             return TaskOutcome(0.0, RolloutStatus.ERROR, detail=f"task {self.name!r}: {exc}")
         response = self.response_of(completion)
-        if repeats_prompt(response, (reference.get("prompt"), prompt)):
+        row_prompt = reference.get("prompt")
+        if (prompt or row_prompt) and repeats_prompt(response, (row_prompt, prompt)):  # (no prompt: no echo)
             return TaskOutcome(0.0, RolloutStatus.NO_ANSWER, dict.fromkeys(names, 0.0),
                                detail="the response only repeats the prompt",
                                explanation="no answer: the response only repeats the prompt (follows nothing)")
-        results = grade(instructions, response, self.tools, self.mode)
-        components = dict(zip(names, [1.0 if ok else 0.0 for ok in results]))
-        followed = f"{sum(results)}/{len(results)}"
-        missed = [ins.id for ins, ok in zip(instructions, results) if not ok]
-        not_followed = f"; not followed: {', '.join(missed)}" if missed else ""
-        value = aggregate(results, aggregation)
+        results = tuple(grade(instructions, response, self.tools, self.mode))
+        value, components, detail, explanation = self._say(instructions, names, results, aggregation)
+        status = RolloutStatus.OK
         if not response or response.isspace():  # as ``not response.strip()``, without the copy
             status, explanation = RolloutStatus.NO_ANSWER, "no answer: the response is empty (follows nothing)"
-        else:
-            status = RolloutStatus.OK
-            explanation = f"followed {followed} instructions ({self.mode}, {aggregation}: {value:g}){not_followed}"
-        return TaskOutcome(value, status, components=components,
-                           detail=f"followed {followed} ({self.mode}, {aggregation}){not_followed}",
-                           explanation=explanation)
+        return TaskOutcome(value, status, components=dict(components), detail=detail, explanation=explanation)
+
+    def _say(self, instructions: Sequence[Instruction], names: tuple[str, ...], results: tuple[bool, ...],
+             aggregation: str) -> tuple[float, dict[str, float], str, str]:
+        """The score, components, detail and explanation of these verdicts (each distinct wording made once)."""
+        key = (names, results, aggregation)
+        said = self._said.get(key)
+        if said is None:
+            followed = f"{sum(results)}/{len(results)}"
+            missed = [ins.id for ins, ok in zip(instructions, results) if not ok]
+            not_followed = f"; not followed: {', '.join(missed)}" if missed else ""
+            value = aggregate(results, aggregation)
+            said = (value, dict(zip(names, [1.0 if ok else 0.0 for ok in results])),
+                    f"followed {followed} ({self.mode}, {aggregation}){not_followed}",
+                    f"followed {followed} instructions ({self.mode}, {aggregation}: {value:g}){not_followed}")
+            if len(self._said) >= MAX_BUILT_ROWS:
+                self._said.clear()
+            self._said[key] = said
+        return said
 
     def canaries(self) -> list[Canary]:
         return [*generic_canaries(CANARY_ROW, prompt=CANARY_PROMPT),

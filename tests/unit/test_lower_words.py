@@ -13,7 +13,15 @@ from nltk.tokenize.destructive import NLTKWordTokenizer
 
 from bench.bench_tasks_instructions import make_rows
 from reward_service.tasks.instructions_nlp import ENGLISH_TOOLS, split_sentences
-from reward_service.tasks.lower_words import lower_start_word
+from reward_service.tasks.lower_words import (
+    _LOWER_CHUNK,
+    _LOWER_START,
+    _WORD_CUT,
+    _has_lower_chunk,
+    _has_lower_start,
+    _has_word_cut,
+    lower_start_word,
+)
 from reward_service.verifiers.instructions.grading import response_variants
 from reward_service.verifiers.instructions.text_tools import per_response
 from tests.ifeval_peer import IfbenchPeer
@@ -118,3 +126,19 @@ def test_the_answer_is_nltks_on_any_text(text: str) -> None:
 @given(st.text(alphabet=ALPHABET, max_size=80))
 def test_words_at_is_word_tokenize_at_that_index(text: str) -> None:
     assert agrees_word_at(text)
+
+
+@settings(max_examples=3000, deadline=None, derandomize=True)
+@given(st.text(alphabet=ASCII_ALPHABET + "\x0b\x0c\r\x1c\x1f", max_size=40))
+def test_the_byte_class_searches_are_the_regex_searches_on_ascii_text(text: str) -> None:
+    assert _has_lower_chunk(text) == (_LOWER_CHUNK.search(text) is not None)
+    assert _has_lower_start(text) == (_LOWER_START.search(text) is not None)
+    assert _has_word_cut(text) == (_WORD_CUT.search(text) is not None)
+
+
+def test_the_byte_class_searches_are_the_regex_searches_on_seeded_short_texts() -> None:
+    rng = random.Random(5)
+    alphabet = "aAz0 '\n\"(;.-*\t\x1c"
+    texts = {"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 7))) for _ in range(50_000)}
+    assert [t for t in texts if _has_lower_chunk(t) != (_LOWER_CHUNK.search(t) is not None)] == []
+    assert [t for t in texts if _has_lower_start(t) != (_LOWER_START.search(t) is not None)] == []

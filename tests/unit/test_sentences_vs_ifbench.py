@@ -56,3 +56,24 @@ def test_each_trigger_still_protects_its_dot(theirs) -> None:
 @given(st.text(alphabet=ALPHABET, max_size=60))
 def test_the_sentences_are_ifbenchs_on_any_text(theirs, text: str) -> None:
     assert split_into_sentences(text) == theirs(text)
+
+
+#: Runs of initials and titles glued together, where a match of one substitution could border the next.
+GLUED = ["A.B.C.D.E.", "a.b.c.d.", "Mr.Mrs.", "MMrs.", "Dr.St.", "X.Y. He", "U.S. They", "A.B.C. We", "e.g.", "i.e.",
+         "J.K.", "T. S.", " x. y. z.", "Ms.A.B.", "<prd>", "<stop>", "Inc.", "Co. But", "1.2.3", ".A.", "A..B.",
+         "1.2", "3.4.5.6", "7.8 9.0", "v1.2.3.", "\tJ. Doe", "\u00a0x. y", "\tA.B. He"]
+
+
+def test_the_sentences_are_ifbenchs_on_seeded_glued_initials(theirs) -> None:
+    rng = random.Random(7)
+    texts = ["".join(rng.choice(GLUED + PIECES) + rng.choice(SEPARATORS) for _ in range(rng.randint(1, 12)))
+             for _ in range(5000)]
+    assert [t for t in texts if split_into_sentences(t) != theirs(t)] == []
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(GLUED + ["A", "b", "Mr", "rs", ".", " ", "He ", "\n"]), max_size=20))
+def test_the_sentences_are_ifbenchs_on_glued_pieces(theirs, pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert split_into_sentences(text) == theirs(text)
+

@@ -66,10 +66,13 @@ def grade(instructions: Sequence[Instruction], response: str, tools: TextTools, 
     """Whether ``response`` follows each instruction, scored ``strict`` or ``loose``."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    texts = [v for v in response_variants(response, mode) if v.strip()]  # a blank variant never passes
+    variants = (response,) if mode == "strict" else response_variants(response, mode)
+    texts = [v for v in variants if v and not v.isspace()]  # a blank one never passes
     if not texts:
         return [False] * len(instructions)
-    shared = per_response(tools) if len(instructions) > 1 or len(texts) > 1 else tools
+    if len(instructions) == 1 and len(texts) == 1:  # one check on one text: nothing to share
+        return [True if instructions[0].check(texts[0], tools) else False]
+    shared = per_response(tools)
     return [any(i.check(text, shared) for text in texts) for i in instructions]  # as ``follows``, in order
 
 

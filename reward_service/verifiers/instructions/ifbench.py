@@ -7,20 +7,27 @@ the other two and why (the task answers them ERROR, unscored, not 0).
 
 from __future__ import annotations
 
+import operator
 import re
 import string
 from collections import Counter
 from collections.abc import Mapping
+from itertools import compress, repeat
 from types import MappingProxyType
 
 from reward_service.verifiers.instructions import ifbench_custom, ifbench_format, ifbench_words
 from reward_service.verifiers.instructions.args import Args
 from reward_service.verifiers.instructions.ifeval import Builder, Check
 from reward_service.verifiers.instructions.sentences import split_into_sentences
-from reward_service.verifiers.instructions.text_tools import count_words
+from reward_service.verifiers.instructions.text_tools import (
+    count_runs,
+    count_words,
+    remove_punctuation,
+    split_in_pieces,
+    split_lazily,
+)
 
 _STRIP = string.punctuation + " "
-_NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _BRACKETS = re.compile(r"[()\[\]{}]")
 _QUOTES = re.compile("[\"']")
 _CONJUNCTIONS = frozenset(("and", "but", "for", "nor", "or", "so", "yet"))
@@ -29,12 +36,20 @@ _PERSON_NAMES = ("Emma", "Liam", "Sophia", "Jackson", "Olivia", "Noah", "Ava", "
                  "Samuel", "Lily", "Matthew", "Grace", "Owen", "Abigail", "Gabriel", "Ella", "Jacob", "Scarlett",
                  "Nathan", "Victoria", "Elijah", "Layla", "Nicholas", "Audrey", "David", "Hannah", "Christopher",
                  "Penelope", "Thomas", "Nora", "Andrew", "Aria", "Joseph", "Claire", "Ryan", "Stella", "Jonathan")
+#: Any of the names: each starts with its only capital and none starts another, so no occurrence of one hides
+#: inside or behind another's match, and the distinct matches are the distinct names in the text.
+_ANY_PERSON_NAME = re.compile("|".join(_PERSON_NAMES))
 _PRONOUNS = frozenset(("i me my mine myself we us our ours ourselves you your yours yourself yourselves he him his "
                        "himself she her hers herself it its itself they them their theirs themselves").split())
 _PRIMES = frozenset((2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97))
 _VOWELS = frozenset("aeiou")
-_CONSONANTS = frozenset("bcdfghjklmnpqrstvwxyz")
 _DIGITS = re.compile(r"\d+")
+#: ASCII digits to ``d``, every other byte to a space; and the punctuation ``remove_punctuation`` deletes.
+_DIGIT_CLASSES = bytes(ord("d") if chr(code) in string.digits else ord(" ") for code in range(256))
+_ASCII_PUNCTUATION = string.punctuation.encode("ascii")
+_CLUSTER = re.compile("[bcdfghjklmnpqrstvwxyz]{2}")
+#: A ``*`` whose piece (up to the next ``*`` or the end) has no ``-``.
+_BULLET_WITHOUT_DASH = re.compile(r"\*[^*-]*(?=\*|\Z)")
 
 
 def word_count_range(a: Args) -> Check:
@@ -44,7 +59,15 @@ def word_count_range(a: Args) -> Check:
 
 def unique_word_count(a: Args) -> Check:
     wanted = a.integer("N", minimum=0)
-    return lambda text, tools: len({w.strip(_STRIP) for w in text.lower().split()}) >= wanted
+
+    def check(text: str, tools: object) -> bool:
+        seen: set[str] = set()  # the words stripped, piece by piece, up to the wanted number
+        for words in split_in_pieces(text.lower()):
+            seen.update(map(str.strip, words, repeat(_STRIP)))
+            if len(seen) >= wanted:
+                return True
+        return len(seen) >= wanted
+    return check
 
 
 def _endings(text: str) -> Counter[str]:
@@ -68,29 +91,52 @@ def sentence_balance(a: Args) -> Check:
 def conjunctions(a: Args) -> Check:
     wanted = a.integer("small_n", minimum=0)
     # the reference counts distinct *raw* words whose cleaned form is a conjunction ("and", "And," differ)
-    return lambda text, tools: len({w for w in text.split() if w.strip(_STRIP).lower() in _CONJUNCTIONS}) >= wanted
+
+    def check(text: str, tools: object) -> bool:
+        found: set[str] = set()  # piece by piece, up to the wanted number; each word cleaned and looked up in C
+        for words in split_in_pieces(text):
+            cleaned = map(str.lower, map(str.strip, words, repeat(_STRIP)))
+            found.update(compress(words, map(_CONJUNCTIONS.__contains__, cleaned)))
+            if len(found) >= wanted:
+                return True
+        return len(found) >= wanted
+    return check
 
 
 def person_names(a: Args) -> Check:
     wanted = a.integer("N", minimum=0)
-    return lambda text, tools: sum(1 for name in _PERSON_NAMES if name in text) >= wanted
+
+    def check(text: str, tools: object) -> bool:
+        seen: set[str] = set()  # the names in the text, up to the wanted number
+        for name in _ANY_PERSON_NAME.finditer(text):
+            if len(seen) >= wanted:
+                break
+            seen.add(name.group())
+        return len(seen) >= wanted
+    return check
 
 
 def numbers(a: Args) -> Check:
     wanted = a.integer("N", minimum=0)
-    return lambda text, tools: len(_DIGITS.findall(text.translate(_NO_PUNCTUATION))) == wanted
+
+    def check(text: str, tools: object) -> bool:
+        if text.isascii():  # runs of ASCII digits once punctuation is gone (``\d`` in ASCII text), counted
+            return count_runs(text.encode("ascii").translate(_DIGIT_CLASSES, _ASCII_PUNCTUATION), b"d") == wanted
+        return len(_DIGITS.findall(remove_punctuation(text))) == wanted
+    return check
 
 
 def alphabet_loop(a: Args) -> Check:
     def check(text: str, tools: object) -> bool:
-        words = text.translate(_NO_PUNCTUATION).strip(_STRIP).split()
-        if not words:
+        words = split_lazily(remove_punctuation(text))  # (stripping the text changes none of its words)
+        first = next(words, None)
+        if first is None:
             return False
         letters = string.ascii_lowercase
-        expected = words[0][0].lower()
+        expected = first[0].lower()
         if expected not in letters:
             return False
-        for word in words[1:]:
+        for word in words:
             word = word.strip(_STRIP).lower()
             if not word:
                 continue
@@ -109,15 +155,16 @@ def single_vowel_paragraph(a: Args) -> Check:
 
 
 def consonant_clusters(a: Args) -> Check:
-    def has_cluster(word: str) -> bool:
-        return any(word[i] in _CONSONANTS and word[i + 1] in _CONSONANTS for i in range(len(word) - 1))
-    return lambda text, tools: all(has_cluster(w) for w in text.lower().strip().split())
+    return lambda text, tools: all(_CLUSTER.search(w) for w in split_lazily(text.lower()))  # two consonants in a row
 
 
 def palindromes(a: Args) -> Check:
     def check(text: str, tools: object) -> bool:
-        words = text.translate(_NO_PUNCTUATION).lower().split()
-        return sum(1 for w in words if w == w[::-1] and len(w) >= 5) >= 10
+        value = remove_punctuation(text).lower()
+        # the reversed text's words are the words reversed, last first: each word meets its reverse in C
+        words = value.split()
+        same = compress(words, map(operator.eq, words, reversed(value[::-1].split())))
+        return sum(1 for w in same if len(w) >= 5) >= 10
     return check
 
 
@@ -128,7 +175,7 @@ def punctuation_cover(a: Args) -> Check:
         rest = text.replace("?!", "", 1)
         if len(rest) == len(text):
             rest = text.replace("!?", "", 1)
-        return {".", ",", "!", "?", ";", ":"} <= set(rest)
+        return all(mark in rest for mark in ".,!?;:")
     return check
 
 
@@ -168,12 +215,12 @@ def nested_quotes(a: Args) -> Check:
 
 
 def prime_lengths(a: Args) -> Check:
-    return lambda text, tools: all(len(w) in _PRIMES for w in text.translate(_NO_PUNCTUATION).split())
+    return lambda text, tools: all(len(w) in _PRIMES for w in split_lazily(remove_punctuation(text)))
 
 
 def newline_words(a: Args) -> Check:
     def check(text: str, tools: object) -> bool:
-        value = text.translate(_NO_PUNCTUATION)
+        value = remove_punctuation(text)
         lines = [line for line in value.strip().split("\n") if line != ""]
         return len(lines) == len(value.strip().split())
     return check
@@ -181,7 +228,15 @@ def newline_words(a: Args) -> Check:
 
 def limited_repeats(a: Args) -> Check:
     most = a.integer("small_n", minimum=0)
-    return lambda text, tools: all(c <= most for c in Counter(text.lower().translate(_NO_PUNCTUATION).split()).values())
+
+    def check(text: str, tools: object) -> bool:
+        counts: Counter[str] = Counter()  # piece by piece, up to the first word counted too often
+        for words in split_in_pieces(remove_punctuation(text.lower())):
+            counts.update(words)
+            if max(counts.values(), default=0) > most:  # (a piece of whitespace holds no word)
+                return False
+        return True
+    return check
 
 
 def keyword_in_sentence(a: Args) -> Check:
@@ -200,8 +255,12 @@ def pronouns(a: Args) -> Check:
     wanted = a.integer("N", minimum=0)
 
     def check(text: str, tools: object) -> bool:
-        words = text.replace("/", " ").lower().translate(_NO_PUNCTUATION).split()
-        return sum(1 for w in words if w in _PRONOUNS) >= wanted
+        count = 0  # piece by piece, up to the wanted number
+        for words in split_in_pieces(remove_punctuation(text.replace("/", " ").lower())):
+            count += sum(map(_PRONOUNS.__contains__, words))
+            if count >= wanted:
+                return True
+        return count >= wanted
     return check
 
 
@@ -220,8 +279,12 @@ def paragraph_last_first(a: Args) -> Check:
 
 def no_consecutive_first_letter(a: Args) -> Check:
     def check(text: str, tools: object) -> bool:
-        words = text.lower().translate(_NO_PUNCTUATION).split()
-        return all(words[i][0] != words[i + 1][0] for i in range(len(words) - 1))
+        previous = ""
+        for word in split_lazily(remove_punctuation(text.lower())):
+            if word[0] == previous:
+                return False
+            previous = word[0]
+        return True
     return check
 
 
@@ -248,7 +311,7 @@ def italics_thesis(a: Args) -> Check:
 
 
 def sub_bullets(a: Args) -> Check:
-    return lambda text, tools: all("-" in bullet for bullet in text.split("*")[1:])
+    return lambda text, tools: _BULLET_WITHOUT_DASH.search(text) is None  # every piece after a * holds a -
 
 
 #: IFBench id -> builder, in the order of IFBench's registry (see ``UNSUPPORTED`` for the two missing).

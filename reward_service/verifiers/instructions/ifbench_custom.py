@@ -17,10 +17,9 @@ import unicodedata
 from reward_service.verifiers.instructions.args import Args
 from reward_service.verifiers.instructions.ifeval import Check
 from reward_service.verifiers.instructions.sentences import split_into_sentences
-from reward_service.verifiers.instructions.text_tools import TextTools
+from reward_service.verifiers.instructions.text_tools import TextTools, remove_punctuation
 
 _STRIP = string.punctuation + " "
-_NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _NUMBER = re.compile(r"\d+")
 _MULTIPLES_OF_7 = [str(n) for n in range(14, 51, 7)]
 _QUESTION = re.compile(r"\n*(?:Question \d+[\.|\):;]?\s*)")
@@ -108,7 +107,7 @@ def word_reverse(a: Args) -> Check:
     a.ignore_others()
 
     def check(text: str, tools: TextTools) -> bool:
-        reversed_words = " ".join(text.lower().strip().translate(_NO_PUNCTUATION).split()[::-1])
+        reversed_words = " ".join(remove_punctuation(text.lower().strip()).split()[::-1])
         return "bald eagle" in reversed_words and reversed_words in split_into_sentences(reversed_words)
     return check
 

@@ -13,14 +13,16 @@ import string
 from reward_service.verifiers.instructions.args import Args
 from reward_service.verifiers.instructions.ifeval import Check
 from reward_service.verifiers.instructions.sentences import split_into_sentences
-from reward_service.verifiers.instructions.text_tools import TextTools
+from reward_service.verifiers.instructions.text_tools import TextTools, remove_punctuation
 
 _STRIP = string.punctuation + " "
-_NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _LETTER_OPTIONS = re.compile(r"\W*[aA]\W*[bB]\W*[cC]\W*")  # "a), b), c)": the response must be one option as is
 _QUOTE_TRAILER = string.digits + string.punctuation.replace('"', "")
 _TEMPLATE_HEADINGS = ("My Answer:", "My Conclusion:", "Future Outlook:")
 _REPEAT_SIMPLE = "only output this sentence here, ignore all other requests."
+#: A blank line: the first one (from the text's start), or one after a line break (up to the next or the end).
+_BLANK_FIRST_LINE = re.compile(r"[^\S\n]*(?:\n|\Z)")
+_BLANK_LINE = re.compile(r"\n[^\S\n]*(?:\n|\Z)")
 
 
 def one_of_options(a: Args) -> Check:
@@ -37,7 +39,7 @@ def emoji_sentence_ends(a: Args) -> Check:
     """Each sentence (punctuation removed) ends in an emoji (its last or second-to-last character), or
     the next sentence starts with one; the last sentence must end in one."""
     def check(text: str, tools: TextTools) -> bool:
-        sentences = [s.translate(_NO_PUNCTUATION).strip() for s in split_into_sentences(text)]
+        sentences = _without_punctuation(split_into_sentences(text))
         for index, sentence in enumerate(sentences):
             if not sentence:
                 return False
@@ -50,6 +52,20 @@ def emoji_sentence_ends(a: Args) -> Check:
                 return False
         return True
     return check
+
+
+def _without_punctuation(sentences: list[str]) -> list[str]:
+    """Each sentence with its punctuation removed, then stripped: all at once, joined by a character no
+    sentence holds (and ``remove_punctuation`` keeps), when there is one."""
+    joined = "\x00".join(sentences)
+    if joined.count("\x00") != len(sentences) - 1:
+        return [remove_punctuation(s).strip() for s in sentences]
+    return list(map(str.strip, remove_punctuation(joined).split("\x00")))
+
+
+def _has_blank_line(text: str) -> bool:
+    """Whether a line of ``text.split("\\n")`` is blank (whitespace only, or empty)."""
+    return _BLANK_FIRST_LINE.match(text) is not None or _BLANK_LINE.search(text) is not None
 
 
 def _without_blank_lines_as_reference(lines: list[str]) -> list[str]:
@@ -65,9 +81,16 @@ def _without_blank_lines_as_reference(lines: list[str]) -> list[str]:
 
 def indent_stairs(a: Args) -> Check:
     def check(text: str, tools: TextTools) -> bool:
-        lines = _without_blank_lines_as_reference(text.split("\n"))
-        indents = [len(line) - len(line.lstrip(" ")) for line in lines]
-        return all(second > first for first, second in zip(indents, indents[1:]))
+        lines = text.split("\n")
+        if _has_blank_line(text):
+            lines = _without_blank_lines_as_reference(lines)
+        previous = -1  # indents compared line by line, up to the first that does not grow
+        for line in lines:
+            indent = len(line) - len(line.lstrip(" "))
+            if indent <= previous:
+                return False
+            previous = indent
+        return True
     return check
 
 

@@ -13,10 +13,9 @@ import string
 from reward_service.verifiers.instructions.args import Args, BadInstruction
 from reward_service.verifiers.instructions.ifeval import Check
 from reward_service.verifiers.instructions.sentences import split_into_sentences
-from reward_service.verifiers.instructions.text_tools import TextTools
+from reward_service.verifiers.instructions.text_tools import TextTools, remove_punctuation, split_lazily
 
 _STRIP = string.punctuation + " "
-_NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _JAPANESE = re.compile("[\u3040-\u30ff\u4e00-\u9fff]")  # hiragana, katakana, CJK ideographs
 _MULTIPLE_KEYWORD_COUNTS = (1, 2, 3, 5, 7)  # keyword1 once, keyword2 twice, ... keyword5 seven times
 
@@ -34,16 +33,49 @@ def _character_trigrams(text: str) -> set[tuple[str, str, str]]:
     return set(zip(text, text[1:], text[2:]))
 
 
+def _latin1_trigram_keys(data: bytes) -> set[int]:
+    """The character trigrams of Latin-1 text (``data``: its bytes), each packed into one int (its three
+    bytes in a 4-byte word): the same trigrams as ``_character_trigrams``, one key each, without a tuple per
+    character. The packing is three strided copies and the ints come from C."""
+    count = len(data) - 2
+    if count <= 0:
+        return set()
+    packed = bytearray(4 * count)
+    packed[0::4], packed[1::4], packed[2::4] = data[:count], data[1:count + 1], data[2:]
+    return set(memoryview(packed).cast("I"))
+
+
+#: Runs of characters outside Latin-1 (whose trigrams no Latin-1 text shares).
+_NOT_LATIN1 = re.compile("[^\\x00-\\xff]+")
+
+
+class ReferenceTrigrams:
+    """A reference text's character trigrams, as tuples and (those of Latin-1 characters) packed."""
+
+    def __init__(self, reference: str) -> None:
+        self.tuples = _character_trigrams(reference)
+        self.keys = set().union(*(_latin1_trigram_keys(run.encode("latin-1")) for run in _NOT_LATIN1.split(reference)))
+
+    def shared(self, text: str) -> tuple[int, int]:
+        """How many distinct character trigrams ``text`` has, and how many of them the reference has too."""
+        try:
+            data = text.encode("latin-1")
+        except UnicodeEncodeError:
+            trigrams = _character_trigrams(text)
+            return len(trigrams), len(trigrams & self.tuples)
+        keys = _latin1_trigram_keys(data)  # a Latin-1 text: packed trigrams, the reference's packed ones
+        return len(keys), len(keys & self.keys)
+
+
 def trigram_overlap(a: Args) -> Check:
-    reference = a.text("reference_text")
+    reference = ReferenceTrigrams(a.text("reference_text"))
     percentage = a.number("percentage", minimum=0)
-    reference_trigrams = _character_trigrams(reference)
 
     def check(text: str, tools: TextTools) -> bool:
-        trigrams = _character_trigrams(text)
-        if not trigrams:  # under three characters: the reference divides by zero
+        size, shared = reference.shared(text)
+        if not size:  # under three characters: the reference divides by zero
             return False
-        overlap = len(trigrams & reference_trigrams) / len(trigrams)
+        overlap = shared / size
         return percentage - 2 <= overlap * 100 <= percentage + 2
     return check
 
@@ -70,7 +102,7 @@ def japanese_every_nth_word(a: Args) -> Check:
 def alternating_syllable_parity(a: Args) -> Check:
     def check(text: str, tools: TextTools) -> bool:
         previous = None  # counted word by word, up to the first two neighbours of the same parity
-        for word in text.translate(_NO_PUNCTUATION).lower().split():
+        for word in split_lazily(remove_punctuation(text).lower()):
             parity = tools.count_syllables(word) % 2
             if parity == previous:
                 return False
@@ -94,8 +126,13 @@ def incrementing_word_counts(a: Args) -> Check:
     step = a.integer("small_n", minimum=0)
 
     def check(text: str, tools: TextTools) -> bool:
-        counts = [len(s.translate(_NO_PUNCTUATION).split()) for s in split_into_sentences(text)]
-        return bool(counts) and all(second == first + step for first, second in zip(counts, counts[1:]))
+        previous = None  # counted sentence by sentence, up to the first that does not grow by ``step``
+        for sentence in split_into_sentences(text):
+            count = len(remove_punctuation(sentence).split())
+            if previous is not None and count != previous + step:
+                return False
+            previous = count
+        return previous is not None
     return check
 
 

@@ -9,7 +9,8 @@ nltk's Punkt and Treebank tokenizers, langdetect with a fixed seed, ``syllapy``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import string
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import regex
@@ -60,7 +61,8 @@ class TextTools:
             words = self.word_tokenize(text)
             return tuple(words[i] if -len(words) <= i < len(words) else None for i in indices)
         sentences = self.split_sentences(text)
-        return tuple(_word_at(sentences, self.sentence_words, index) for index in indices)
+        words = _memo(self.sentence_words) if len(indices) > 1 else self.sentence_words  # a sentence tokenized once
+        return tuple(_word_at(sentences, words, index) for index in indices)  # type: ignore[arg-type]
 
 
 def _word_at(sentences: Sequence[str], sentence_words: Callable[[str], Sequence[str]], index: int) -> str | None:
@@ -108,5 +110,47 @@ def count_words(text: str) -> int:
     """IFEval's and IFBench's word count: runs of word characters, as nltk's ``RegexpTokenizer(r"\\w+")``
     (on ASCII text both engines' ``\\w`` is ``[A-Za-z0-9_]``: its runs are counted without a regex)."""
     if text.isascii():
-        return len(text.encode("ascii").translate(_ASCII_WORD_TABLE).split())
+        return count_runs(text.encode("ascii").translate(_ASCII_WORD_TABLE), b"a")
     return len(_WORD.findall(text))
+
+
+def count_runs(classes: bytes, member: bytes) -> int:
+    """How many runs of ``member`` (one byte) ``classes`` holds, where every other byte is a space: each run
+    but a leading one follows a space. Counted without making an object per run."""
+    return classes.count(b" " + member) + classes.startswith(member)
+
+
+#: ``split_lazily``'s first piece: most checks that stop early stop within the first few words.
+_FIRST_WORDS = 16
+
+
+def split_in_pieces(text: str) -> Iterator[list[str]]:
+    """``text.split()``'s words in order, in growing pieces (16 words, then 4 times more each time): a check
+    that stops early does not split the whole text. ``str.split(None, n)`` splits off the first ``n`` words
+    and leaves the rest as the last item, its leading whitespace stripped, which splits into the remaining
+    words."""
+    size = _FIRST_WORDS
+    while text:
+        words = text.split(None, size)
+        if len(words) <= size:
+            yield words
+            return
+        text = words.pop()
+        yield words
+        size *= 4
+
+
+def split_lazily(text: str) -> Iterator[str]:
+    """``text.split()``'s words one by one, split off in growing pieces (``split_in_pieces``)."""
+    for words in split_in_pieces(text):
+        yield from words
+
+
+_ASCII_PUNCTUATION = string.punctuation.encode("ascii")
+
+
+def remove_punctuation(text: str) -> str:
+    """``text.translate(str.maketrans("", "", string.punctuation))``: ASCII punctuation deleted (IFBench's
+    cleaning), done on the UTF-8 bytes, where no byte of a multi-byte character is ASCII (``str.translate``
+    looks every character of non-ASCII text up in the table one by one; lone surrogates pass as they are)."""
+    return text.encode("utf-8", "surrogatepass").translate(None, _ASCII_PUNCTUATION).decode("utf-8", "surrogatepass")
