@@ -114,13 +114,12 @@ class Rollout:
         metadata = data.get("metadata") or {}
         if type(metadata) is not dict and not isinstance(metadata, Mapping):
             raise InvalidRollout(f"rollout {rid!r}: 'metadata' must be an object")
-        reference = data.get("reference")
         prompt, group_id = data.get("prompt") or "", data.get("group_id") or ""
         return cls(  # (the common types tested first: a re-score builds 100,000s of rollouts)
             str(rid) if type(rid) is not str else rid,
             task,
             completion,
-            dict(reference) if type(reference) is dict else normalize_reference(reference),
+            normalize_reference(data.get("reference")),
             prompt if type(prompt) is str else str(prompt),
             {str(k): str(v) for k, v in metadata.items()} if metadata else {},
             group_id if type(group_id) is str else str(group_id),
