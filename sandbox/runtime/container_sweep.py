@@ -7,8 +7,9 @@ the next could find, so after every B the template zygote runs :func:`sweep`:
 
 1. a child that became U kills every process of U (``kill(-1, SIGKILL)`` from U
    reaches exactly U's processes in the container's PID namespace; repeated
-   until /proc shows none alive, since one pass can miss a child forked
-   mid-pass; setsid, double forks and SIGSTOP do not escape it) and removes
+   until /proc shows none, since one pass can miss a child forked mid-pass;
+   setsid, double forks and SIGSTOP do not escape it; a zombie counts until the
+   container's init, docker-init, reaped it) and removes
    every SysV IPC object U owns or created (only the owner may, without
    CAP_SYS_ADMIN);
 2. as root (DAC_OVERRIDE/FOWNER): B's scratch directory, and every entry owned
@@ -63,16 +64,18 @@ def sweep(uid: int, scratch_dir: str = "", dirs: tuple[str, ...] = WRITABLE_DIRS
 
 
 def leftovers(uid: int, dirs: tuple[str, ...] = WRITABLE_DIRS) -> list[str]:
-    """What of ``uid`` is still in this container: live processes, files, IPC objects."""
-    found = [f"process {pid}" for pid in live_processes(uid)]
+    """What of ``uid`` is still in this container: processes (zombies too), files, IPC objects."""
+    found = [f"process {pid}" for pid in processes(uid)]
     for directory in dirs:
         found += [f"file {path}" for path in _owned_entries(directory, uid)]
     found += [f"sysv {kind} {ident}" for kind, ident in _ipc_objects(uid)]
     return found[:20]
 
 
-def live_processes(uid: int, exclude: int = 0) -> list[int]:
-    """Pids of non-zombie processes with ``uid`` as real, effective, saved or fs uid."""
+def processes(uid: int, exclude: int = 0) -> list[int]:
+    """Pids of processes with ``uid`` as real, effective, saved or fs uid, zombies included (a zombie is
+    seen by the next execution until reaped; and /proc says "Z" for a process whose main thread exited
+    while another runs on)."""
     pids = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == exclude:
@@ -82,7 +85,7 @@ def live_processes(uid: int, exclude: int = 0) -> list[int]:
                 fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
         except (OSError, ValueError):
             continue                                   # gone meanwhile
-        if str(uid) in fields.get("Uid", "").split() and not fields.get("State", "").strip().startswith(("Z", "X")):
+        if str(uid) in fields.get("Uid", "").split():
             pids.append(int(name))
     return pids
 
@@ -95,8 +98,8 @@ def _kill_all_of_own_uid(uid: int) -> None:
             os.kill(-1, signal.SIGKILL)                # every process this uid may signal, except ourselves
         except ProcessLookupError:
             return                                     # nothing left to signal
-        if not live_processes(uid, exclude=me) or time.monotonic() > deadline:
-            return                                     # only zombies left (init reaps them), or give up: checked
+        if not processes(uid, exclude=me) or time.monotonic() > deadline:
+            return                                     # none left, not even a zombie; or give up: checked
         time.sleep(0.001)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 
+CLONE_PARENT = 0x00008000
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000

@@ -1,4 +1,4 @@
-"""A seccomp filter that refuses new user namespaces to every process of a slot.
+"""A seccomp filter that refuses new user namespaces (and CLONE_PARENT) to every process of a slot.
 
 Why: an unprivileged process that may create a user namespace holds every
 capability *inside* it, which opens kernel code (mounts, netfilter, many file
@@ -13,6 +13,15 @@ back to ``clone`` (what Docker's default profile does). System calls of another
 ABI (i386 ``int 0x80`` or x32 on x86_64), which would bypass the numbers below,
 answer ENOSYS. Other architectures than x86_64 and aarch64: not installed
 (:func:`install` returns False and the slot reports it).
+
+``clone`` with CLONE_PARENT is refused too (EPERM): its child is a child of the
+caller's parent -- for a program's B the template zygote or a fork server, which
+reap only the processes they forked -- so a process of the slot uid would, once
+dead, stay a zombie there for the slot's life, counted in the programs' pids
+cgroup. Without it every process a program starts descends from its B, and an
+orphan goes to the slot's init, which reaps any child (bwrap's init; docker-init
+in a container): the sweep after each B waits for that (supervisor.py). Nothing
+in a slot uses CLONE_PARENT.
 
 A second filter, :func:`install_program_filter`, is installed by every B on itself
 (after it dropped its uid, before it receives the program) and inherited by all
@@ -95,7 +104,7 @@ def program(machine: str | None = None) -> list[tuple[int, int, int, int]]:
         (_JEQ_K, 1, 0, nr_unshare),
         (_JEQ_K, 0, 3, nr_clone),
         (_LD_W_ABS, 0, 0, _ARG0_LO),           # unshare(flags) / clone(flags, ...)
-        (_JSET_K, 0, 1, linux.CLONE_NEWUSER),
+        (_JSET_K, 0, 1, linux.CLONE_NEWUSER | linux.CLONE_PARENT),   # (unshare refuses CLONE_PARENT anyway)
         (_RET_K, 0, 0, eperm),
         (_RET_K, 0, 0, RET_ALLOW),
     ]

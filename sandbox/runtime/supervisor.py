@@ -158,16 +158,22 @@ class Supervisor:
         return None if any(os.listdir(d) for d in dirs) else sizes
 
     def _strays(self) -> list[int]:
-        """Live processes of the slot uid. Cheap in the common case: the pids cgroup then counts
-        only the zygote, or the slot's PID namespace holds only bwrap's init, A and the zygote."""
+        """Processes of the slot uid, zombies included (see :func:`_has_uid`). Cheap in the common
+        case: the pids cgroup (which counts a zombie until it is reaped) then counts only the
+        zygote, or the slot's PID namespace holds only bwrap's init, A and the zygote."""
         if self.cgroups.tasks() == 1:
             return []
         proc = self.slot.proc
         unknown = [int(n) for n in os.listdir(proc) if n.isdigit() and int(n) not in self.known_pids]
-        return [pid for pid in unknown if _live_with_uid(proc, pid, self.slot.uid)]
+        return [pid for pid in unknown if _has_uid(proc, pid, self.slot.uid)]
 
     def _kill_strays(self, budget_s: float = 2.0) -> list[int]:
-        """SIGKILL every live process of the slot uid until none is left; the survivors if any."""
+        """SIGKILL every process of the slot uid until none is left, not even a zombie; the survivors if any.
+
+        A killed process is gone only once its parent reaped it: the slot's init (bwrap's, or
+        docker-init), which reaps any child and adopts every orphan -- no process of the slot can
+        make the zygote or a fork server its parent (seccomp.py refuses CLONE_PARENT). A zombie
+        left here would be seen by the next execution (and counted in the pids cgroup)."""
         deadline = time.monotonic() + budget_s
         while True:
             pids = self._strays()
@@ -401,21 +407,22 @@ class Supervisor:
 _STYLES = {"humaneval": Supervisor.functions, "function_call": Supervisor.functions, "stdio": Supervisor.stdio}
 
 
-def _live_with_uid(proc: str, pid: int, uid: int | None) -> bool:
-    """Is ``pid`` alive (not a zombie) with ``uid`` among its real/effective/saved/fs uids?"""
+def _has_uid(proc: str, pid: int, uid: int | None) -> bool:
+    """Is ``pid`` a process with ``uid`` among its real/effective/saved/fs uids, whatever its state?
+
+    Zombies count: one is gone only once reaped, and until then the next execution sees it. And
+    "Z" is also the state /proc gives a process whose main thread exited while another thread
+    runs on (its other threads are not listed): skipping "Z" let such a process outlive the sweep.
+    """
     try:
         with open(f"{proc}/{pid}/status", "rb") as f:
             status = f.read(4096)
     except OSError:
         return False                                # gone meanwhile
-    state = uids = b""
     for line in status.splitlines():
-        if line.startswith(b"State:"):
-            state = line[6:].strip()
-        elif line.startswith(b"Uid:"):
-            uids = line[4:]
-            break
-    return not state.startswith((b"Z", b"X")) and str(uid).encode() in uids.split()
+        if line.startswith(b"Uid:"):
+            return str(uid).encode() in line[4:].split()
+    return False
 
 
 def _source_written(req: dict) -> str:

@@ -97,9 +97,8 @@ def executor(request: pytest.FixtureRequest, probe: HostProbe) -> Iterator[Execu
     if request.param == "process":
         from sandbox.factory import create_executor
 
-        # the default fork servers and racket's opt-in one; node's opt-in server is left out until a spawn bomb's
-        # detached children can no longer be seen by the next execution there (docs/sandbox.md, nodejs)
-        ex = create_executor(backend="process", concurrency=SLOTS, fork_servers=("default", "racket"))
+        # every fork server, the opt-in ones too (racket's, node's): the attacks reach what a user can enable
+        ex = create_executor(backend="process", concurrency=SLOTS, fork_servers=("default", "racket", "nodejs"))
         try:
             _warm(ex)
             yield ex

@@ -312,6 +312,24 @@ def test_timeout_kills_the_whole_process_tree(executor):
     assert wait_no_sandbox_processes({h["uid"] for h in executor.hellos}) == []
 
 
+#: clone(CLONE_PARENT | SIGCHLD): the child would be the template zygote's (B's parent), which reaps only
+#: the B's it forked -- a zombie of the slot uid for the slot's life, in the programs' pids cgroup.
+CLONE_PARENT = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+clone, exit_ = {"x86_64": (56, 60), "aarch64": (220, 93)}[os.uname().machine]
+pid = libc.syscall(clone, 0x8000 | 17, 0, 0, 0, 0)
+if pid == 0:
+    libc.syscall(exit_, 0)
+print(pid, os.strerror(ctypes.get_errno()) if pid < 0 else "")
+"""
+
+
+def test_a_program_cannot_give_the_zygote_a_child(executor):
+    r = executor.execute(stdio(CLONE_PARENT, [("", "-1 Operation not permitted")]))
+    assert r.verdict is Verdict.ACCEPTED, (r.stdout, r.error)
+
+
 def test_cpu_limit(executor):
     r = executor.execute(stdio("while True:\n    pass\n", [("", "")], limits=Limits(wall_s=5.0, cpu_s=1.0)))
     assert r.verdict is Verdict.TIMEOUT and r.limit_hit is LimitHit.CPU_TIME

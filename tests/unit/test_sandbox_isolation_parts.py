@@ -22,7 +22,7 @@ from sandbox.runtime.cgroups import ZYGOTE_PIDS, ZYGOTE_SLACK_MB, Cgroups
 from sandbox.slot_cgroups import SUPERVISOR_PIDS, SlotCgroups, hierarchies
 
 X86_64 = 0xC000003E
-CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+CLONE_NEWUSER, CLONE_NEWNS, CLONE_PARENT = 0x10000000, 0x00020000, 0x00008000
 MB = 1024 * 1024
 
 
@@ -60,6 +60,13 @@ def _verdict(ret: int) -> str:
 ])
 def test_the_filter_refuses_user_namespaces_and_nothing_else(nr, arg0, expected):
     assert _verdict(_run_bpf(seccomp.program("x86_64"), nr, arg0=arg0)) == expected
+
+
+@pytest.mark.parametrize("machine, arch, nr", [("x86_64", X86_64, 56), ("aarch64", 0xC00000B7, 220)])
+def test_the_filter_refuses_clone_parent(machine, arch, nr):
+    """A child of the caller's parent: the zygote's or a fork server's, which reap only what they forked."""
+    assert _verdict(_run_bpf(seccomp.program(machine), nr, arch=arch, arg0=CLONE_PARENT | 17)) == "EPERM"
+    assert _verdict(_run_bpf(seccomp.program(machine), nr, arch=arch, arg0=0x01200011)) == "allow"
 
 
 def test_another_abi_gets_nothing():
