@@ -14,6 +14,18 @@
 // loaded once here (~7 ms of CPU per execution otherwise), as node's snapshot holds the rest of its library.
 require('net');
 require('tty');
+// ...and the functions that write it, compiled here (V8 compiles a function when it first runs: ~1 ms per
+// execution otherwise): a console.log to a stream of ours and a net.Socket without a handle, which leave no trace
+// (no descriptor, no handle, no async id, no tick, no module loaded: the log's callback is called after write()
+// returns, so the stream calls its own without process.nextTick; colorMode false, or the console would load
+// internal/util/colors, which makes process.stderr).
+{
+  let written;
+  const sink = new (require('stream').Writable)({ write(chunk, encoding, callback) { written = callback; } });
+  new console.Console({ stdout: sink, colorMode: false }).log('%s', 'x', 1, -1.5, [1, 'a'], { a: null });
+  written();
+  new (require('net').Socket)({ readable: false, writable: true });
+}
 // A worker thread inherits its parent's options unless given execArgv: the server's --require of this file,
 // which a child cannot read (the runtime is root's). `node main.js` has none: a worker gets the child's
 // (cleared) process.execArgv instead, as child_process.fork does.
