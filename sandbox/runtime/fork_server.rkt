@@ -6,8 +6,8 @@
 ;; main.rkt; in each child it returns confined (with fresh copies of racket's own epoll instance and
 ;; wake-up pipe), in the scratch directory where the program's main.rkt now is, with its run arguments.
 ;; This module's body then ends, and racket's own start-up goes on with `-u main.rkt` exactly as
-;; `racket main.rkt args...` does (configure-runtime, the module, its main submodule, an uncaught error
-;; reported with status 1, output flushed at exit).
+;; `racket main.rkt args...` does (the module, its main submodule, an uncaught error reported with status
+;; 1, output flushed at exit), main.rkt's configure-runtime step included (`configuring-load` below).
 (require ffi/unsafe syntax/modread)
 ;; `#lang racket` (most programs' language) costs ~300 ms to instantiate and ~450 ms more to expand a
 ;; first module with (its compile-time half): both done once here, in the server, on a module declared
@@ -17,13 +17,68 @@
   (eval (check-module-form (with-module-reading-parameterization
                              (lambda () (read-syntax 'warm-up (open-input-string "#lang racket\n(void)\n"))))
                            'ignored #f)))
+;; What a child pays for the server's heap (~120 MB, 80 MB of it live), measured per hello in docs/sandbox.md:
+;; 1. The warm-up's young objects: a child's first minor collection would copy all of them (~5 ms and
+;;    ~1,500 copy-on-write faults per execution): a major collection here leaves none. (Not Chez Scheme's
+;;    static generation, which would spare a child's major collections the server's 80 MB too: code moved
+;;    there loses the procedure names that an error's "context...:" lines print.)
+;; 2. Page tables: the heap collapsed into 2 MB pages (MADV_COLLAPSE, as runtime/fork_server_r.c does R's),
+;;    so that a fork copies, and a child's exit unmaps, one page-middle entry instead of 512 page-table
+;;    entries for each (~60 MB of the heap); a child's write still copies 4 KB only. Where the kernel cannot (before Linux 6.1, no huge
+;;    pages), nothing happens.
+(define (settle-heap)
+  (collect-garbage)
+  (with-handlers ([exn:fail? void])               ; no /proc/self/maps: the heap stays in 4 KB pages
+    (define madvise (get-ffi-obj "madvise" #f (_fun _intptr _size _int -> _int)))
+    (define huge (* 2 1024 1024))
+    (for ([line (call-with-input-file "/proc/self/maps" (lambda (in) (for/list ([l (in-lines in)]) l)))])
+      ;; private, writable, anonymous (no file, or the brk heap)
+      (define m (regexp-match #px"^([0-9a-f]+)-([0-9a-f]+) rw.p 0+ 00:00 0\\s*(\\[heap\\])?$" line))
+      (when m
+        (define start (* huge (quotient (+ (string->number (cadr m) 16) huge -1) huge)))
+        (define end (* huge (quotient (string->number (caddr m) 16) huge)))
+        (when (> end start)
+          (madvise start (- end start) 25))))))  ; MADV_COLLAPSE
+;; `racket main.rkt` configures the run time for main.rkt (racket's cs/main.sps): it declares main.rkt
+;; (reads, expands, compiles it), instantiates its `configure-runtime` submodule, else what its language's
+;; info names, then requires it. racket does that for the first module of its command line only, in the
+;; server this one; so a child's load handler does it when racket's `-u main.rkt` loads main.rkt, right
+;; after declaring it, then steps aside. An error while declaring must print racket's own context, with no
+;; frame of this module's in it: the handler is evaluated from a datum (no name, no source location) and
+;; runs under racket's require of main.rkt, not under this module's body. (Compiled here, in the server.)
+(define configuring-load
+  (parameterize ([current-namespace (make-base-namespace)])
+    (eval '(lambda (main)
+              (let ([load (current-load/use-compiled)])
+                (lambda (path name)
+                  (if (and (equal? path main) (symbol? name))   ; main.rkt itself, not a submodule of a file
+                      (begin
+                        (current-load/use-compiled load)           ; once: steps aside
+                        (load path name)
+                        (let* ([m (module-path-index-join `(file ,(path->string main)) #f)]
+                               [config-m (module-path-index-join '(submod "." configure-runtime) m)])
+                          (if (module-declared? config-m #t) (dynamic-require config-m #f) (void))
+                          (let ([info (module->language-info m #t)])
+                            (if (and (vector? info) (= 3 (vector-length info)))
+                                (let ([infos (((dynamic-require (vector-ref info 0) (vector-ref info 1))
+                                               (vector-ref info 2))
+                                              'configure-runtime '())])
+                                  (if (and (list? infos)
+                                           (andmap (lambda (i) (and (vector? i) (= 3 (vector-length i)))) infos))
+                                      (for-each (lambda (i) ((dynamic-require (vector-ref i 0) (vector-ref i 1))
+                                                             (vector-ref i 2)))
+                                                infos)
+                                      (raise-argument-error 'runtime-configure "(listof (vector any any any))"
+                                                            infos)))
+                                (void)))))
+                      (load path name))))))))
 (let* ([argv (current-command-line-arguments)]
        [here (let-values ([(dir name must-be-dir?) (split-path (variable-reference->module-source
                                                                 (#%variable-reference)))])
                dir)]
        [serve (get-ffi-obj "sandbox_fork_serve" (ffi-lib (build-path here "fork_server_native.so"))
                            (_fun _string _string _string -> _pointer))]
-       [got (serve (vector-ref argv 0) (vector-ref argv 1) (vector-ref argv 6))])
+       [got (begin (settle-heap) (serve (vector-ref argv 0) (vector-ref argv 1) (vector-ref argv 6)))])
   (unless got (exit 1))
   ;; racket read its working directory once, at start: the child's (container mode: a directory of its own)
   (let ([cwd (let ([buf (make-bytes 4096 0)])
@@ -34,4 +89,5 @@
   (current-command-line-arguments
    (list->vector (let loop ([i 1] [acc '()])       ; [0] is the source file: main.rkt, as -u says
                    (define s (ptr-ref got _string/utf-8 i))
-                   (if s (loop (add1 i) (cons s acc)) (reverse acc))))))
+                   (if s (loop (add1 i) (cons s acc)) (reverse acc)))))
+  (current-load/use-compiled (configuring-load (simplify-path (path->complete-path "main.rkt")))))

@@ -10,7 +10,9 @@ execution below reuses the same sandbox, and the same server):
   and output callbacks that print the expected answer, closes STDOUT, leaves a forked process and a
   thread that write the answer later -- changes nothing for the next execution: a correct program
   still passes with exactly its own output, a wrong one still fails with exactly its own output; nor
-  does a fork bomb that fills its process limit;
+  does a fork bomb that fills its process limit; nor is any process the program started seen by the
+  next execution -- not a detached one whose main thread exited (/proc calls it a zombie), not a zombie
+  (python and bash too: their processes are the zygote's forks, not a server's);
 * the verdict comes from the program's real end: printing the answer and then dying (an uncaught
   exception, ``exit!``/``exit`` with a non-zero status) fails even when an exit hook prints the
   answer again;
@@ -392,6 +394,77 @@ def test_a_fork_bomb_leaves_nothing_for_the_next_execution(executor, language) -
     assert correct.verdict is Verdict.ACCEPTED and correct.stdout == "42\n", (correct.error, correct.stderr)
 
 
+#: A detached process the way /proc hides one best: its main thread exits while another thread runs on
+#: (/proc then says "Z", a zombie, for the whole process), holding four children it never reaps (zombies).
+#: Prints 42 once it is in that state, then ends. Run by each language as ``python3 stray.py`` (an exec'd,
+#: dumpable process: hidepid shows the next execution its zombies).
+STRAY = """\
+import ctypes, os, threading, time
+os.unlink(__file__)                                # else the slot's file sweep (kill(-1) as the uid) kills it
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for fd in (0, 1, 2):                       # the program's output ends with the program (php reads it)
+            os.dup2(os.open(os.devnull, os.O_RDWR), fd)
+        for _ in range(4):
+            if os.fork() == 0:
+                os._exit(0)
+        threading.Thread(target=time.sleep, args=(3600,)).start()
+        os.write(w, b"%d" % os.getpid())
+        ctypes.CDLL(None).syscall({"x86_64": 60, "aarch64": 93}[os.uname().machine], 0)   # exit: this thread only
+    os._exit(0)
+pid = int(os.read(r, 16))
+for _ in range(1000):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            if "State:\\tZ" in f.read():
+                print(42)
+                break
+    except OSError:
+        pass
+    time.sleep(0.01)
+"""
+RUN_STRAY = {
+    "python": "import subprocess\nsubprocess.run(['python3', 'stray.py'])\n",
+    "bash": "python3 stray.py\n",
+    "ruby": "system('python3', 'stray.py')\n",
+    "php": "<?php\nsystem('python3 stray.py');\n",
+    "R": "invisible(system2('python3', 'stray.py'))\n",
+    "racket": "#lang racket/base\n(require racket/system)\n"
+              "(void (system* (find-executable-path \"python3\") \"stray.py\"))\n",
+    "nodejs": "require('child_process').execFileSync('python3', ['stray.py'], {stdio: 'inherit'});\n",
+}
+#: Every process of its own uid that the next execution sees, zombies included.
+SAME_UID = """\
+import os
+mine = []
+for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            if f"\\nUid:\\t{os.getuid()}\\t" in f.read():
+                mine.append(pid)
+    except OSError:
+        pass
+print(mine)
+"""
+
+
+@pytest.mark.parametrize("language", ["python", "bash", *LANGUAGES])
+def test_no_process_of_a_program_reaches_the_next_execution(executor, language) -> None:
+    """Not one whose main thread exited, nor a zombie: the slot's sweep waits until the slot's init reaped
+    them (python and bash: forked by the zygote; the others by their fork servers)."""
+    require_language(executor.languages, language)
+    for _ in range(3):
+        stray = executor.execute(ExecutionRequest(
+            code=RUN_STRAY[language], style=Style.STDIO, language=language, files={"stray.py": STRAY.encode()},
+            limits=replace(LIMITS, max_processes=32), cases=(Case(stdin="", expected_stdout="42\n"),)))
+        assert stray.verdict is Verdict.ACCEPTED, (stray.error, stray.stdout, stray.stderr)
+        probe = executor.execute(ExecutionRequest(code=SAME_UID, style=Style.STDIO, limits=LIMITS,
+                                                  cases=(Case(stdin="", expected_stdout="[]\n"),)))
+        assert probe.verdict is Verdict.ACCEPTED, (probe.error, probe.stdout, probe.stderr)
+
+
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_the_program_holds_no_privilege_and_no_descriptor_of_the_sandbox(executor, language) -> None:
     require_language(executor.languages, language)
@@ -498,6 +571,41 @@ AS_THE_RUN_COMMAND = {"R": {
     "not a module": "(displayln 5)\n",
     "environment": "#lang racket/base\n(for ([n (environment-variables-names (current-environment-variables))])\n"
                    "  (printf \"~a=~a\\n\" n (getenv (bytes->string/utf-8 n))))\n",
+    # the languages SandboxFusion's programs use: #lang racket, #lang racket/base, a module form without #lang
+    "#lang racket reads lines": "#lang racket\n(for ([l (in-lines)]) (printf \"<~a>\\n\" (string-upcase l)))\n"
+                                "(write (port->string))\n",
+    "racket/base prints values": "#lang racket/base\n1\n\"s\"\n'sym\n(values 1 2)\n(void)\n#\\a\n(list 'a \"b\" #t)\n"
+                                 "(vector 1 'x)\n(define x (read))\nx\n(make-hash '((a . 1)))\n",
+    "module form": "(module anything racket/base\n  (displayln (* 2 (read)))\n  (+ 1 2))\n",
+    "module form in racket": "(module m racket\n  (displayln (string-join (list \"a\" \"b\")))\n  'q)\n",
+    "exit status out of range": "#lang racket/base\n(display \"out\")\n(eprintf \"err\")\n(exit 300)\n",
+    "exit with a symbol": "#lang racket\n(displayln 'x)\n(exit 'done)\n",
+    "exit in a thread": "#lang racket/base\n(void (thread (lambda () (displayln 'thread) (exit 7))))\n(sleep 5)\n",
+    "output flushed at exit": "#lang racket/base\n(for ([i 5000]) (write-string \"0123456789\"))\n"
+                              "(write-string \"end\" (current-error-port))\n",
+    "output flushed at an error": "#lang racket\n(display \"out\")\n(display \"err\" (current-error-port))\n"
+                                  "(car '())\n",
+    # an error's "context...:" lines name the procedures (the server's collections keep their names)
+    "error in functions": "#lang racket\n(define (f n) (if (= n 0) (vector-ref (vector 1 2) 5) (+ 1 (f (- n 1)))))\n"
+                          "(displayln 'start)\n(map (lambda (x) (f x)) '(3 2))\n",
+    "syntax error": "#lang racket\n(define)\n",
+    "unknown language": "#lang no-such-language\n(displayln 1)\n",
+    "output at compile time, then a syntax error": "#lang racket\n(begin-for-syntax (displayln \"expanding\"))\n"
+                                                   "(displayln 1)\n(let)\n",
+    # racket runs the program's configure-runtime submodule before the program, its main submodule after
+    "error in the main submodule": "#lang racket/base\n(displayln 'body)\n(module+ main (error 'in-main \"boom\"))\n",
+    "main and test submodules": "#lang racket\n(module+ test (displayln 'test))\n"
+                                "(module main racket/base (displayln (read)))\n(displayln 'body)\n",
+    "configure-runtime submodule": "#lang racket/base\n"
+                                   "(module configure-runtime racket/base (display \"configured \"))\n"
+                                   "(displayln 'body)\n(module+ main (displayln 'main))\n",
+    "configure-runtime sets printing": "#lang racket/base\n(module configure-runtime racket/base\n"
+                                       "  (current-print (lambda (v) (unless (void? v) (printf \"=> ~s\\n\" v)))))\n"
+                                       "'sym\n(list 1 \"a\")\n",
+    "error in configure-runtime": "#lang racket/base\n(module configure-runtime racket/base (error 'cfg \"bad\"))\n"
+                                  "(displayln 'body)\n",
+    "exit in configure-runtime": "#lang racket/base\n(module configure-runtime racket/base (display (read)) (exit 4))\n"
+                                 "(displayln 'body)\n",
 }, "nodejs": {
     "uncaught error": "console.log('a');\nfunction f() { throw new Error('boom'); }\nf();\n",
     "syntax error": "console.log('a');\nlet x = ;\n",
@@ -520,6 +628,39 @@ AS_THE_RUN_COMMAND = {"R": {
     "child process fork": "const cp = require('child_process');\n"
                           "if (process.argv[2] === 'child') console.log('child', process.execArgv);\n"
                           "else cp.fork(__filename, ['child']).on('exit', (c) => console.log('forked', c));\n",
+    # node's exit (the server's child ends once the 'exit' listeners have run: runtime/fork_server_node.c, 5)
+    "exit code set in an exit listener": "process.on('exit', (c) => { console.log('exit', c);\n"
+                                         "  process.exitCode = 9; });\nconsole.log('a');\n",
+    "exit code set after process.exit": "process.on('exit', () => { process.exitCode = 7; });\nprocess.exit(2);\n",
+    "process.exit in an exit listener": "process.on('exit', (c) => { console.log('in', c); process.exit(6); });\n"
+                                        "console.log('x');\n",
+    "exit code unset again": "process.exitCode = 3;\nprocess.exitCode = undefined;\nconsole.log('u');\n",
+    "exit code out of range": "process.exitCode = 258;\nconsole.log('r');\n",
+    "negative exit code": "process.exitCode = -2;\n",
+    "uncaught error with an exit code": "process.exitCode = 5;\n"
+                                        "process.on('exit', (c) => console.log('exit', c, process.exitCode));\n"
+                                        "throw new Error('x');\n",
+    "uncaught error, the listener sets the code": "process.on('exit', () => { process.exitCode = 8; });\n"
+                                                  "throw new Error('x');\n",
+    "error in an exit listener": "process.on('exit', () => { throw new Error('in exit'); });\nconsole.log(1);\n",
+    "exit listeners write": "for (let i = 0; i < 3; i++) process.on('exit', () => {\n"
+                            "  process.stdout.write(String(i).repeat(15000) + '\\n'); console.error('err', i); });\n"
+                            "process.on('exit', () => process.on('exit', () => console.log('never')));\n"
+                            "console.log('main');\n",
+    "write callback and a tick at exit": "process.stdout.write('a\\n', () => console.error('cb'));\n"
+                                         "process.on('exit', () => { process.nextTick(() => console.log('tick'));\n"
+                                         "  console.log('exit'); });\n",
+    "write after end": "process.stdout.end('a\\n');\nprocess.stdout.write('b\\n');\n",
+    "stdout's descriptor closed": "require('fs').closeSync(1);\nconsole.error('e');\nconsole.log('x');\n",
+    "beyond the output cap in an exit listener": "process.on('exit', () => {\n"
+                                                 "  for (let i = 0; i < 20000; i++) console.log('line ' + i); });\n",
+    "reallyExit": "console.log('r');\nprocess.reallyExit(4);\n",
+    "a worker running at exit": "const { Worker } = require('worker_threads');\n"
+                                "const w = new Worker('setInterval(() => {}, 1000)', { eval: true });\n"
+                                "w.on('online', () => { console.log('online'); w.unref(); });\n",
+    "a worker running at process.exit": "const { Worker } = require('worker_threads');\n"
+                                        "const w = new Worker('setInterval(() => {}, 1000)', { eval: true });\n"
+                                        "w.on('online', () => { console.log('online'); process.exit(3); });\n",
 }}
 
 
