@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SYSTEM_SETUP := scripts/system_setup.sh || echo "warning: scripts/system_setup.sh failed; the sandbox's docker backend is unavailable" >&2
 
-.PHONY: setup system-setup demo test lint test-fast proto bench bench-math verify-diff bench-rm bench-sandbox bench-sandbox-docker bench-trainer bench-http bench-scale demo-process demo-tool-use compare-ladder bench-prm bench-tasks clean
+.PHONY: setup system-setup demo test lint test-fast proto bench bench-math verify-diff bench-rm bench-sandbox bench-sandbox-docker bench-trainer bench-http bench-scale demo-process demo-tool-use compare-ladder bench-prm bench-tasks bench-journeys clean
 
 setup: system-setup $(STAMP)
 
@@ -173,6 +173,14 @@ bench-inspector: $(STAMP)
 .PHONY: bench-rescore
 bench-rescore: $(STAMP)
 	$(PY) bench/bench_rescore.py $(BENCH_RESCORE_ARGS)
+
+# Issue 22's first-five-minutes journeys replayed as a user would (unreachable endpoints, a missing or
+# encoder model path, a draining server, an oversized rollout, a broken plugin, explain, resume with a
+# changed config, ...), real processes on loopback: seconds to the first clear message, exit status, the
+# message, the issue's bound (docs/benchmarks.md). No HF_HUB_OFFLINE: a model path must fail fast without it.
+# Flags: BENCH_JOURNEYS_ARGS="--only score,trainer".
+bench-journeys: $(STAMP)
+	$(PY) -m bench.bench_journeys $(BENCH_JOURNEYS_ARGS)
 
 # Sandbox replicas behind one router, in containers: throughput with 1, 2 and 4 replicas and the
 # spread of calls (bounded by this machine's 2 cores; the output says so).
