@@ -142,6 +142,17 @@ def lenient_service_handler(service: pb_descriptor.ServiceDescriptor, servicer: 
     return grpc.method_handlers_generic_handler(service.full_name, handlers)
 
 
+class ListingHealthServicer(health.aio.HealthServicer):
+    """The standard asyncio health servicer, with the standard ``List`` too (grpcio-health-checking's
+    asyncio servicer leaves it unimplemented): every service with a status, so a client can find the
+    per-task services that are NOT_SERVING without knowing their names."""
+
+    async def List(self, request: health_pb2.HealthListRequest, context: Any) -> health_pb2.HealthListResponse:
+        statuses = dict(self._server_status)  # what Check answers from
+        return health_pb2.HealthListResponse(statuses={
+            name: health_pb2.HealthCheckResponse(status=status) for name, status in statuses.items()})
+
+
 class AioServerShell:
     """A started ``grpc.aio`` server with health and reflection, run on a private event loop.
 
@@ -175,7 +186,7 @@ class AioServerShell:
 
     async def _start(self, host: str, port: int, options: list[tuple[str, Any]]) -> int:
         self.server = grpc.aio.server(options=options, interceptors=self._security.aio_interceptors())
-        self.health = health.aio.HealthServicer()
+        self.health = ListingHealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         names = [service.full_name for service, _ in self._services]
         self.server.add_generic_rpc_handlers(

@@ -68,7 +68,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from reward_service.environments.hosting import serve
     else:
         from reward_service.router.server import serve
-    serve(config)
+    from reward_service.environments.env_api import EnvironmentLoadError
+    from reward_service.router.registry import TaskLoadError
+
+    try:
+        serve(config)
+    except (TaskLoadError, EnvironmentLoadError) as exc:  # a plugin or rewards config that cannot load: one line
+        print(f"reward-service serve: error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

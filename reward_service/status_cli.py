@@ -7,8 +7,10 @@ Health (the standard gRPC health check of the server and of ``reward.v1.RewardSe
 the tasks it serves; with ``--metrics-url``, what its /metrics says: throughput over
 ``--interval`` seconds (two scrapes), error rates, the worker pool's backlog and restarts,
 open streams, and the share of zero-variance groups. The security flags are those of every
-client (``--tls-ca``, ``--auth-token-file``, ...). Exit status 0 when the server is serving
-and answers, 1 when it is not serving or cannot be reached.
+client (``--tls-ca``, ``--auth-token-file``, ...). Tasks whose plugin failed to load (per-task
+health NOT_SERVING, left out of ListTasks) are named. Exit status 0 when the server is serving,
+answers and serves every task it was given, 1 when it is not serving, cannot be reached, or left a
+task out.
 """
 
 from __future__ import annotations
@@ -65,11 +67,27 @@ def _health(channel: grpc.Channel, timeout: float) -> tuple[list[str], bool]:
     return parts, healthy
 
 
-def _tasks(channel: grpc.Channel, timeout: float) -> str:
+def _tasks(channel: grpc.Channel, timeout: float) -> tuple[str, list[str]]:
+    """The tasks lines, and the tasks the server could not load (see :func:`not_loaded`)."""
     response = reward_pb2_grpc.RewardServiceStub(channel).ListTasks(reward_pb2.ListTasksRequest(), timeout=timeout)
     tasks = sorted((t.name, t.kind or "task") for t in response.tasks)
-    return f"{len(tasks)}: " + ", ".join(f"{name} ({kind})" for name, kind in tasks) + "\n" + \
+    text = f"{len(tasks)}: " + ", ".join(f"{name} ({kind})" for name, kind in tasks) + "\n" + \
         "  checks        " + checks_summary(response.tasks)
+    return text, not_loaded(channel, {name for name, _ in tasks}, timeout)
+
+
+def not_loaded(channel: grpc.Channel, listed: set[str], timeout: float) -> list[str]:
+    """Tasks whose per-task health (``<service>/task/<name>``) is NOT_SERVING and that ListTasks leaves
+    out: those whose plugin failed to load (the server log says why). Empty when the server's health
+    service cannot list its services (an older grpcio-health-checking)."""
+    try:
+        services = health_pb2_grpc.HealthStub(channel).List(health_pb2.HealthListRequest(), timeout=timeout).statuses
+    except grpc.RpcError:
+        return []
+    prefix = f"{SERVICE_NAME}/task/"
+    return sorted(name.removeprefix(prefix) for name, status in services.items()
+                  if name.startswith(prefix) and name.removeprefix(prefix) not in listed
+                  and status.status == health_pb2.HealthCheckResponse.NOT_SERVING)
 
 
 def checks_summary(tasks: Sequence[reward_pb2.TaskInfo]) -> str:
@@ -190,6 +208,7 @@ def _rates(last: MetricsSnapshot, first: MetricsSnapshot | None, name: str, unit
 def cmd_status(args: argparse.Namespace) -> int:
     """Prints the screen; 0 when serving and answering, 1 otherwise."""
     healthy = True
+    missing: list[str] = []
     print(f"reward server {args.endpoint}")
     channel = open_channel(args.endpoint, security=client_security_from_args(args))
     try:
@@ -200,15 +219,21 @@ def cmd_status(args: argparse.Namespace) -> int:
                   "the right host, port and TLS setting?)")
         else:
             try:
-                print("  tasks         " + _tasks(channel, args.timeout))
+                text, missing = _tasks(channel, args.timeout)
+                print("  tasks         " + text)
             except grpc.RpcError as exc:
                 healthy = False
                 print(f"  tasks         ListTasks failed: {_rpc_error(exc)}")
     finally:
         channel.close()
+    if missing:  # served without them: callers naming them get unscored results
+        healthy = False
+        print(f"  not loaded    {len(missing)} task(s) whose plugin failed to load: {', '.join(missing)} "
+              "(health NOT_SERVING; the server log says why; --strict-plugins refuses to start instead)")
     if args.metrics_url:
         healthy = _print_metrics(args) and healthy
-    print("status: " + ("OK" if healthy else "NOT OK"))
+    print("status: " + ("OK" if healthy else "NOT OK") + (f" ({len(missing)} task(s) not loaded: "
+                                                          f"{', '.join(missing)})" if missing else ""))
     return 0 if healthy else 1
 
 

@@ -72,7 +72,7 @@ def _make_prefs(parser: argparse.ArgumentParser) -> Runner:
 
 @subcommand("train-rm", "train a Bradley-Terry reward model on preference pairs")
 def _train_rm(parser: argparse.ArgumentParser) -> Runner:
-    from trainer_client.rm.rm_train import RewardTrainConfig
+    from trainer_client.rm.rm_config import RewardTrainConfig
 
     add_config_flags(parser, RewardTrainConfig)
 

@@ -83,7 +83,7 @@ def register_offline_commands() -> None:
     @subcommand("sft", "supervised fine-tuning of a causal LM on prompt/completion or chat JSONL "
                        "(loss on completion tokens only)")
     def _sft(parser: argparse.ArgumentParser) -> Runner:
-        from trainer_client.sft.sft_train import SFTConfig
+        from trainer_client.sft.sft_config import SFTConfig
 
         add_flags_and_config_file(parser, SFTConfig)
 
@@ -106,7 +106,7 @@ def register_offline_commands() -> None:
     @subcommand("dpo", "direct preference optimization of a causal LM on preference pairs "
                        "({prompt, chosen, rejected} JSONL) against a frozen reference")
     def _dpo(parser: argparse.ArgumentParser) -> Runner:
-        from trainer_client.dpo.dpo_train import DPOConfig
+        from trainer_client.dpo.dpo_config import DPOConfig
 
         add_flags_and_config_file(parser, DPOConfig)
 

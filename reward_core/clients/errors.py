@@ -25,9 +25,21 @@ class EndpointUnreachable(ClientError, ConnectionError):
 
 class ServerUnavailable(ClientError, ConnectionError):
     """The server at ``endpoint`` answered UNAVAILABLE (draining) or went away, and no other replica
-    took the call; ``detail`` is gRPC's last word (e.g. ``server is draining``, ``Connection refused``)."""
+    took the call. The message says so in our words (:func:`unavailable_message`); ``detail`` keeps
+    gRPC's raw last word (e.g. ``server is draining``, ``... Failed to connect ...: Connection refused``)."""
 
     def __init__(self, endpoint: str, detail: str, service: str = "server") -> None:
         self.endpoint, self.detail, self.service = endpoint, detail, service
-        super().__init__(f"the {service} at {endpoint} is unavailable: the server is draining or shut down "
-                         f"and no other replica answered ({detail})")
+        super().__init__(unavailable_message(endpoint, detail, service))
+
+
+def unavailable_message(endpoint: str, detail: str, service: str = "server") -> str:
+    """What an UNAVAILABLE answer with gRPC's ``detail`` means, in our words, naming ``endpoint``."""
+    said = detail.lower()
+    if "draining" in said:
+        what = "it is draining (shutting down) and takes no new calls"
+    elif any(s in said for s in ("connection refused", "failed to connect", "connections to all backends failing")):
+        what = "it no longer accepts connections (shutting down or shut down)"
+    else:
+        what = "it went away (draining or shut down)"
+    return f"the {service} at {endpoint} is unavailable: {what}, and no other replica answered"

@@ -62,7 +62,7 @@ from reward_core.clients.batching import (
     plan_chunks,
     split_groups,
 )
-from reward_core.clients.errors import ServerUnavailable
+from reward_core.clients.errors import ServerUnavailable, unavailable_message
 from reward_core.contract import Rollout, RolloutResult, ScoreBatchResult, TaskInfo, group_stats
 
 __all__ = ["RewardClient", "AsyncRewardClient", "GroupResult"]
@@ -150,9 +150,7 @@ class _ClientBase:
             raise
 
     def _unverified_reason(self, exc: grpc.RpcError) -> str:
-        detail = _details(exc)
-        return (f"not verified: the reward service at {self.endpoint} is draining or shut down and no other "
-                f"replica answered ({detail})")
+        return "not verified: " + unavailable_message(self.endpoint, _details(exc), "reward service")
 
 
 class RewardClient(_ClientBase, connection.BlockingChannelOwner):

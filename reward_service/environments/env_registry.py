@@ -59,7 +59,8 @@ class EnvironmentRegistry:
                 error = exc if isinstance(exc, EnvironmentLoadError) else EnvironmentLoadError(
                     f"environment plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}")
                 if strict:
-                    raise error from exc
+                    raise EnvironmentLoadError(f"{error}; fatal because of --strict-plugins (without it the "
+                                               "server logs this, leaves it out and serves the others)") from exc
                 logger.error("%s; skipped (the other environments are served)", error, exc_info=exc)
                 self.plugin_failures[ep.name] = str(error)
                 continue

@@ -100,7 +100,8 @@ class TaskRegistry:
                     TaskLoadError(f"task plugin {ep.name!r} ({ep.value}) failed to import: "
                                   f"{type(exc).__name__}: {exc}")
                 if strict:
-                    raise error from exc
+                    raise TaskLoadError(f"{error}; fatal because of --strict-plugins (without it the server "
+                                        "logs this, leaves the task out and serves the others)") from exc
                 logger.error("%s; skipped (the server serves the other tasks; --strict-plugins refuses to start)",
                              error, exc_info=exc)
                 self.plugin_failures[ep.name] = str(error)

@@ -82,6 +82,13 @@ def test_a_broken_plugin_is_skipped_and_health_names_it(site: Path, tmp_path: Pa
             assert status.status == health_pb2.HealthCheckResponse.NOT_SERVING
             status = health.Check(health_pb2.HealthCheckRequest(service=task_health_name("word_budget")), timeout=5)
             assert status.status == SERVING
+        status_cli = subprocess.run([sys.executable, "-m", "reward_service", "status", "--endpoint", address,
+                                     "--interval", "0"], cwd=tmp_path, capture_output=True, text=True,
+                                    timeout=HANG_GUARD_S)
+        assert status_cli.returncode == 1, status_cli.stdout + status_cli.stderr  # a task left out is not OK
+        last = status_cli.stdout.rstrip().splitlines()[-1]
+        assert last == "status: NOT OK (1 task(s) not loaded: broken_task)", status_cli.stdout
+        assert "plugin failed to load: broken_task" in status_cli.stdout
         with RewardClient(address, timeout_s=HANG_GUARD_S) as client:
             good, broken = client.score([
                 {"id": "a", "task": "word_budget", "completion": "one two", "reference": {"max_words": 2}},
@@ -103,4 +110,8 @@ def test_strict_plugins_refuses_to_start(site: Path, tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert proc.returncode != 0
-    assert "broken_task" in output
+    assert "Traceback" not in output  # a user's mistake: one line saying what, why, and that the flag made it fatal
+    said = [line for line in output.splitlines() if line.startswith("reward-service serve: error:")]
+    assert len(said) == 1, output
+    assert "task plugin 'broken_task'" in said[0] and "needs a package that is not installed" in said[0]
+    assert "--strict-plugins" in said[0]

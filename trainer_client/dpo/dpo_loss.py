@@ -24,7 +24,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-LOSS_TYPES = ("sigmoid", "ipo", "hinge", "robust")
+from trainer_client.dpo.dpo_config import LOSS_TYPES, check_loss_options  # noqa: F401 - re-exported
 
 
 class PairLogps(NamedTuple):
@@ -34,17 +34,6 @@ class PairLogps(NamedTuple):
     rejected: torch.Tensor
     ref_chosen: torch.Tensor
     ref_rejected: torch.Tensor
-
-
-def check_loss_options(loss_type: str, beta: float, label_smoothing: float) -> None:
-    """ValueError, saying what to pass instead, for an unknown loss or out-of-range ``beta``/``label_smoothing``."""
-    if loss_type not in LOSS_TYPES:
-        raise ValueError(f"loss_type {loss_type!r} is unknown; use one of {', '.join(LOSS_TYPES)}")
-    if not beta > 0:
-        raise ValueError(f"beta must be > 0, got {beta}; TRL's default is 0.1")
-    if not 0.0 <= label_smoothing < 0.5:
-        raise ValueError(f"label_smoothing must be in [0, 0.5), got {label_smoothing}; 0 turns it off "
-                         "(the robust DPO paper suggests 0.1)")
 
 
 def dpo_losses(logps: PairLogps, *, beta: float = 0.1, loss_type: str = "sigmoid", label_smoothing: float = 0.0,

@@ -28,15 +28,15 @@ import math
 import random
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from trainer_client.dpo.dpo_loss import LOSS_TYPES, PairLogps, check_loss_options, dpo_losses, reward_metrics, sft_term
+from trainer_client.dpo.dpo_config import DPOConfig  # noqa: F401 - re-exported
+from trainer_client.dpo.dpo_loss import PairLogps, dpo_losses, reward_metrics, sft_term
 from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, set_up_run
-from trainer_client.offline_options import OfflineTrainingOptions
 from trainer_client.rm.preference_data import PreferencePair, read_preferences
 from trainer_client.sft.chat_data import ChatExample, EncodedExample, encode_example
 from trainer_client.sft.sft_train import StepHook, autocast, load_causal_lm, save_run, with_adapters
@@ -44,37 +44,6 @@ from trainer_client.sft.token_batches import forward_logits, pad_batch, token_lo
 from trainer_client.train.run_logging import RunLogger
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class DPOConfig(OfflineTrainingOptions):
-    data: str = field(metadata={"help": "training preferences, JSONL lines {prompt, chosen, rejected} (as train-rm)"})
-    out_dir: str = field(metadata={"help": "output directory (model, tokenizer, metrics)",
-                                   "flag": "out", "metavar": "OUT_DIR"})
-    model: str = field(metadata={"help": "local path of the causal LM to start from (and its tokenizer)"})
-    ref_model: str | None = field(default=None, metadata={
-        "help": "reference model path; default: a frozen copy of the start model"})
-    eval_data: str | None = field(default=None, metadata={
-        "help": "held-out preferences: reward accuracy and margins before training and after each epoch"})
-    beta: float = field(default=0.1, metadata={"help": "strength of the pull to the reference (TRL: beta=0.1)"})
-    loss_type: str = field(default="sigmoid", metadata={"help": f"one of {', '.join(LOSS_TYPES)} (TRL's names)"})
-    label_smoothing: float = field(default=0.0, metadata={
-        "help": "assumed chance a label is flipped, in [0, 0.5): robust (rDPO) and sigmoid (cDPO) use it"})
-    rpo_alpha: float | None = field(default=None, metadata={
-        "help": "weight of an SFT term (NLL of the chosen completions) added to the loss (RPO); unset: none"})
-    precompute_ref_log_probs: bool = field(default=False, metadata={
-        "help": "compute the reference log-probs once before training and free the reference model"})
-    batch_size: int = field(default=8, metadata={"help": "preference pairs per optimizer step"})
-    lr: float = field(default=1e-6, metadata={"help": "peak AdamW learning rate (TRL's DPOConfig: 1e-6)"})
-    max_train_pairs: int | None = field(default=None, metadata={"help": "use only the first N training pairs"})
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_loss_options(self.loss_type, self.beta, self.label_smoothing)
-        if self.rpo_alpha is not None and not self.rpo_alpha >= 0:
-            raise ValueError(f"rpo_alpha must be >= 0 or unset, got {self.rpo_alpha}; TRL's RPO paper uses 1.0")
-        if self.max_train_pairs is not None and self.max_train_pairs < 1:
-            raise ValueError(f"max_train_pairs must be >= 1 or unset, got {self.max_train_pairs}")
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ def register_prm_commands() -> None:
 
     @subcommand("train-prm", "train a process reward model (token classifier, a label at each step separator)")
     def _train_prm(parser: argparse.ArgumentParser) -> Runner:
-        from trainer_client.prm.prm_train import PRMTrainConfig
+        from trainer_client.prm.prm_config import PRMTrainConfig
 
         add_config_flags(parser, PRMTrainConfig)
 

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
 
 import torch
 
-AggMode = Literal["token", "sequence", "seq_sum_norm"]
-AGG_MODES: tuple[str, ...] = ("token", "sequence", "seq_sum_norm")
+from trainer_client.rl_options import AGG_MODES, AggMode  # noqa: F401 - re-exported
 
 
 def _bool_mask(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -24,7 +24,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import torch
 from trainer_client.fine_tuning import disable_dropout, optimizer_and_schedule, set_up_run
 from trainer_client.offline_options import OfflineTrainingOptions, lora_settings
 from trainer_client.sft.chat_data import EncodedExample, encode_example, pack, read_examples
+from trainer_client.sft.sft_config import SFTConfig  # noqa: F401 - re-exported
 from trainer_client.sft.token_batches import (
     completion_loss,
     forward_logits,
@@ -52,27 +53,6 @@ TRAIN_CONFIG_FILE = "train_config.json"
 StepHook = Callable[[int, Any, Any], None]
 
 ADAPTER_DIR = "adapter"  # inside OUT_DIR, with --lora-r: the adapter alone (OUT_DIR holds the merged model)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SFTConfig(OfflineTrainingOptions):
-    data: str = field(metadata={"help": "training examples, JSONL lines {prompt, completion} or {messages}"})
-    out_dir: str = field(metadata={"help": "output directory (model, tokenizer, metrics)",
-                                   "flag": "out", "metavar": "OUT_DIR"})
-    model: str = field(metadata={"help": "local path of a transformers causal LM (and its tokenizer)"})
-    eval_data: str | None = field(default=None, metadata={
-        "help": "held-out examples (same format): completion-token loss and accuracy before training and each epoch"})
-    max_length: int = field(default=1024, metadata={"help": "max tokens per example (longer: the end is cut)"})
-    packing: bool = field(default=False, metadata={
-        "help": "pack several examples into rows of max_length tokens (each attends only to itself)"})
-    batch_size: int = field(default=8, metadata={"help": "rows (examples, or packed rows) per optimizer step"})
-    lr: float = field(default=2e-5, metadata={"help": "peak AdamW learning rate (TRL's SFTConfig: 2e-5)"})
-    max_train_examples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.max_train_examples is not None and self.max_train_examples < 1:
-            raise ValueError(f"max_train_examples must be >= 1 or unset, got {self.max_train_examples}")
 
 
 @dataclass(frozen=True)

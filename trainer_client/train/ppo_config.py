@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainer_client.rl.masking import AGG_MODES
+from trainer_client.rl_options import AGG_MODES
 from trainer_client.train import config as shared
 from trainer_client.train.config import (
     ADVANTAGE_SOURCES,
