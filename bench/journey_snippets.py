@@ -98,8 +98,11 @@ with RewardClient(sys.argv[1], timeout_s=3) as client:
         client.score([{"id": "slow-0", "task": "sleep", "completion": "s", "reference": {"seconds": 8}}])
         print(f"{time.monotonic() - start:.3f} no error")
     except Exception as exc:
-        kind = f"grpc.RpcError {exc.code().name}" if hasattr(exc, "code") else type(exc).__name__
-        print(f"{time.monotonic() - start:.3f} {kind}: {getattr(exc, 'details', lambda: exc)()}")
+        typed = not type(exc).__module__.startswith("grpc")  # the client's own exception, in our words
+        kind = type(exc).__name__ if typed or not hasattr(exc, "code") else f"grpc.RpcError {exc.code().name}"
+        code = f" {exc.code().name}" if typed and hasattr(exc, "code") else ""
+        said = exc if typed else getattr(exc, "details", lambda: exc)()
+        print(f"{time.monotonic() - start:.3f} {kind}{code}: {said}")
 """
 
 BLOCK_EXTRAS = """

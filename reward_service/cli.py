@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from tqdm import tqdm
 
 from reward_core.channel_security import add_client_security_flags, client_security_from_args
+from reward_core.clients.errors import ClientError
 from reward_core.config_flags import add_dataclass_flags, dataclass_values
 from reward_core.contract import Rollout
 from reward_core.extras import MissingExtra, require_extra
@@ -388,6 +389,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return args.func(args)
-    except (JsonlError, RewardsConfigError, MissingExtra, ValueError, OSError) as exc:
+    except (JsonlError, RewardsConfigError, MissingExtra, ClientError, ValueError, OSError) as exc:
         print(f"reward-service: error: {exc}", file=sys.stderr)
         return 2

@@ -3,7 +3,14 @@
 Client errors (re-exported from :mod:`reward_core.clients.errors`):
 
 * :class:`EndpointUnreachable`: nothing answers at the reward endpoint (said within seconds, with why);
-* :class:`ServerUnavailable`: the reward server went away (draining, shut down) and no replica answered.
+* :class:`ServerUnavailable`: the reward server went away (draining, shut down) and no replica answered;
+* :class:`CallTimedOut` (a ``TimeoutError``): a call got no answer within its ``timeout_s`` (the message says
+  what to raise or send less of);
+* :class:`CallRejected`: the server refused a call (INVALID_ARGUMENT: a limit or an unknown name;
+  RESOURCE_EXHAUSTED: its queue is full; UNAUTHENTICATED / PERMISSION_DENIED: the token), with what it said;
+* :class:`CallFailed`: a call failed with any other code (their base; INTERNAL: the server log has the traceback).
+
+Each of the last three is also a ``grpc.RpcError`` with the server's ``code()`` and ``details()``.
 
 The trainer's own (each a :class:`TrainerError`, and also the built-in kind it is):
 
@@ -20,11 +27,21 @@ traceback. This module imports neither torch nor transformers.
 
 from __future__ import annotations
 
-from reward_core.clients.errors import ClientError, EndpointUnreachable, ServerUnavailable
+from reward_core.clients.errors import (
+    CallFailed,
+    CallRejected,
+    CallTimedOut,
+    ClientError,
+    EndpointUnreachable,
+    ServerUnavailable,
+)
 from reward_core.extras import MissingExtra
 
 __all__ = [
     "USER_ERRORS",
+    "CallFailed",
+    "CallRejected",
+    "CallTimedOut",
     "ClientError",
     "ConfigChangeError",
     "EndpointUnreachable",

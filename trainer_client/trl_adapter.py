@@ -58,7 +58,7 @@ from typing import Any
 
 import grpc
 
-from reward_core.clients import RewardClient, ServerUnavailable
+from reward_core.clients import ClientError, RewardClient, ServerUnavailable
 from reward_core.contract import RolloutResult, RolloutStatus, group_stats
 
 logger = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ class RewardServiceReward:
         try:
             return self.client.score(rollouts)
         except (grpc.RpcError, ServerUnavailable) as exc:
-            details = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
+            details = str(exc) if isinstance(exc, ClientError) else exc.details()
             code = exc.code() if isinstance(exc, grpc.RpcError) else "UNAVAILABLE"
             logger.warning("reward %r: scoring %d completions failed as a whole (%s: %s); they count as unscored",
                            self.__name__, len(rollouts), code, details)

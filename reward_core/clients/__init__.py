@@ -14,12 +14,22 @@ retries of UNAVAILABLE by gRPC's own retry policy, keepalive, message sizes, TLS
 speaks the core's dataclasses; only these modules touch the generated stubs. An endpoint where
 nothing answers is :class:`~reward_core.clients.errors.EndpointUnreachable` within seconds; a
 reward server that went away with no other replica is
-:class:`~reward_core.clients.errors.ServerUnavailable` within seconds.
+:class:`~reward_core.clients.errors.ServerUnavailable` within seconds. Any other failed call raises
+:class:`~reward_core.clients.errors.CallTimedOut` (DEADLINE_EXCEEDED), :class:`~reward_core.clients.errors.CallRejected`
+(a refusal: INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAUTHENTICATED, ...) or
+:class:`~reward_core.clients.errors.CallFailed` (other codes), each a ``grpc.RpcError`` too.
 """
 
 from reward_core.clients.batching import GroupResult
 from reward_core.clients.environment import BlockingEnvironmentClient, EnvironmentClient
-from reward_core.clients.errors import ClientError, EndpointUnreachable, ServerUnavailable
+from reward_core.clients.errors import (
+    CallFailed,
+    CallRejected,
+    CallTimedOut,
+    ClientError,
+    EndpointUnreachable,
+    ServerUnavailable,
+)
 from reward_core.clients.reward import AsyncRewardClient, RewardClient
 from reward_core.clients.reward_model import AsyncRewardModelClient, RewardModelClient
 from reward_core.clients.sandbox import AsyncSandboxClient, SandboxClient, SandboxReplyError
@@ -29,6 +39,9 @@ __all__ = [
     "AsyncRewardModelClient",
     "AsyncSandboxClient",
     "BlockingEnvironmentClient",
+    "CallFailed",
+    "CallRejected",
+    "CallTimedOut",
     "ClientError",
     "EndpointUnreachable",
     "EnvironmentClient",

@@ -23,11 +23,14 @@ DEADLINE_EXCEEDED. Connecting is as for every client of the suite: the first cal
 ``connect_timeout_s`` and raises :class:`~reward_core.clients.errors.EndpointUnreachable` naming the
 address and why; an ``open`` that no replica takes (every one draining) raises
 :class:`~reward_core.clients.errors.ServerUnavailable` within seconds, after the channel's retries.
+``list_environments`` raises the clients' own exceptions as every client's calls do
+(:mod:`reward_core.clients.errors`: ServerUnavailable, CallTimedOut, CallRejected, CallFailed).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import Any, Self, TypeVar
@@ -40,7 +43,7 @@ from reward.v1 import environment_pb2_grpc
 from reward_core import episode_convert as convert
 from reward_core.channel_config import ENVIRONMENT_SERVICE, ChannelConfig
 from reward_core.clients import connection
-from reward_core.clients.errors import ServerUnavailable
+from reward_core.clients.errors import ServerUnavailable, typed_errors
 from reward_core.episode_contract import (
     EnvironmentInfo,
     EpisodeError,
@@ -111,7 +114,7 @@ class EnvironmentClient(connection.AsyncChannelOwner):
     async def list_environments(self) -> list[EnvironmentInfo]:
         """The environments the server runs."""
         await self._ensure_connected()
-        with self._unavailable_typed():
+        with self._typed_errors():
             reply = await self._stub.ListEnvironments(pb.ListEnvironmentsRequest(), timeout=self.timeout_s,
                                                       metadata=self._metadata, wait_for_ready=self._wait_for_ready)
         return [convert.environment_from_proto(m) for m in reply.environments]
@@ -121,7 +124,7 @@ class EnvironmentClient(connection.AsyncChannelOwner):
         EpisodeSpecError for an unusable trajectory, REFUSED (with the retry hint) for admission."""
         request = pb.ScoreTrajectoryRequest(trajectory=convert.trajectory_to_proto(trajectory))
         await self._ensure_connected()
-        with self._unavailable_typed():
+        with self._typed_errors():
             try:
                 reply = await self._stub.ScoreTrajectory(request, timeout=self.timeout_s, metadata=self._metadata,
                                                          wait_for_ready=self._wait_for_ready)
@@ -255,22 +258,10 @@ class EnvironmentClient(connection.AsyncChannelOwner):
         if session is not None:
             session.call.cancel()
 
-    def _unavailable_typed(self) -> _UnavailableTyped:
-        return _UnavailableTyped(self.endpoint)
-
-
-class _UnavailableTyped:
-    """UNAVAILABLE (no replica took the call: draining, shut down) as ServerUnavailable."""
-
-    def __init__(self, endpoint: str) -> None:
-        self.endpoint = endpoint
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type | None, exc: BaseException | None, tb: Any) -> None:
-        if isinstance(exc, grpc.RpcError) and exc.code() is grpc.StatusCode.UNAVAILABLE:
-            raise ServerUnavailable(self.endpoint, exc.details() or "", _SERVICE_LABEL) from None
+    def _typed_errors(self) -> contextlib.AbstractContextManager[None]:
+        """A unary call's failure as the clients' own exception: UNAVAILABLE (no replica took the call:
+        draining, shut down) as ServerUnavailable, DEADLINE_EXCEEDED as CallTimedOut, ..."""
+        return typed_errors(self.endpoint, self.timeout_s, _SERVICE_LABEL)
 
 
 def _refusal(exc: grpc.aio.AioRpcError, endpoint: str) -> EpisodeError:

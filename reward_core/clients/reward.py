@@ -30,8 +30,12 @@ Once connected, ``timeout_s`` is one deadline for each request the client sends 
 shut down) while no other replica is ready does not hold calls until their deadline: a call
 started then raises :class:`~reward_core.clients.errors.ServerUnavailable` within seconds (after
 the channel's few UNAVAILABLE retries), and rollouts a draining server handed back unverified that
-no replica took stay unscored UNAVAILABLE, their ``error`` saying so. Other RPC errors
-(INVALID_ARGUMENT, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED) are raised as ``grpc.RpcError``.
+no replica took stay unscored UNAVAILABLE, their ``error`` saying so. Other failed calls raise the
+clients' own exceptions (:mod:`reward_core.clients.errors`), in our words: DEADLINE_EXCEEDED is
+:class:`~reward_core.clients.errors.CallTimedOut` (naming ``timeout_s`` and what to change), a refusal
+(INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAUTHENTICATED, ...) :class:`~reward_core.clients.errors.CallRejected`
+(with what the server said), any other code :class:`~reward_core.clients.errors.CallFailed`. Each is also a
+``grpc.RpcError`` whose ``code()`` and ``details()`` are the server's.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from reward_core.clients.batching import (
     plan_chunks,
     split_groups,
 )
-from reward_core.clients.errors import ServerUnavailable, unavailable_message
+from reward_core.clients.errors import rpc_details, typed_errors, unavailable_message
 from reward_core.contract import Rollout, RolloutResult, ScoreBatchResult, TaskInfo, group_stats
 
 __all__ = ["RewardClient", "AsyncRewardClient", "GroupResult"]
@@ -95,14 +99,8 @@ def with_retried(batch: ScoreBatchResult, retried: ScoreBatchResult) -> ScoreBat
     return ScoreBatchResult(batch.request_id, results, group_stats(results), batch.elapsed_ms + retried.elapsed_ms)
 
 
-def _code(exc: grpc.RpcError) -> grpc.StatusCode | None:
-    code = getattr(exc, "code", None)  # a blocking call's error and grpc.aio's AioRpcError both have one
-    return code() if callable(code) else None
-
-
-def _details(exc: grpc.RpcError) -> str:
-    details = getattr(exc, "details", None)
-    return (details() if callable(details) else "") or str(_code(exc) or exc)
+#: What to change, besides ``timeout_s``, when a call runs out of time.
+_TIMEOUT_ADVICE = "send fewer rollouts per call (chunk_size)"
 
 
 class _ClientBase:
@@ -140,17 +138,15 @@ class _ClientBase:
         return convert.score_request_to_proto(rollouts, request_id or self._new_id(), timeout)
 
     @contextlib.contextmanager
-    def _typed_errors(self) -> Iterator[None]:
-        """UNAVAILABLE (no replica took the call: draining, shut down) as ServerUnavailable."""
-        try:
+    def _typed_errors(self, unavailable: bool = True) -> Iterator[None]:
+        """A failed call as the clients' own exception (``typed_call_error``): UNAVAILABLE (no replica took
+        the call: draining, shut down) as ServerUnavailable (``unavailable`` False: left as it is),
+        DEADLINE_EXCEEDED as CallTimedOut, ..."""
+        with typed_errors(self.endpoint, self.timeout_s, "reward service", _TIMEOUT_ADVICE, unavailable):
             yield
-        except grpc.RpcError as exc:
-            if _code(exc) is grpc.StatusCode.UNAVAILABLE:
-                raise ServerUnavailable(self.endpoint, _details(exc), "reward service") from None
-            raise
 
     def _unverified_reason(self, exc: grpc.RpcError) -> str:
-        return "not verified: " + unavailable_message(self.endpoint, _details(exc), "reward service")
+        return "not verified: " + unavailable_message(self.endpoint, rpc_details(exc), "reward service")
 
 
 class RewardClient(_ClientBase, connection.BlockingChannelOwner):
@@ -218,12 +214,14 @@ class RewardClient(_ClientBase, connection.BlockingChannelOwner):
         """Exactly one Score call with ``rollouts`` as they are: no chunking, no duplicate-id check
         (the server answers INVALID_ARGUMENT), no resending of rollouts handed back unverified.
 
-        For front ends that relay a request; ``item_timeout_s`` None: the client's. Raises
-        ``grpc.RpcError`` when the call fails.
+        For front ends that relay a request; ``item_timeout_s`` None: the client's. A failed call raises
+        the clients' own exception, a ``grpc.RpcError`` with the server's ``code()`` and ``details()``
+        (UNAVAILABLE stays gRPC's own error, for the relay to answer as it is).
         """
         self._ensure_connected()
         request = self._once_request(rollouts, request_id, item_timeout_s)
-        return self._score(request, self.timeout_s)
+        with self._typed_errors(unavailable=False):
+            return self._score(request, self.timeout_s)
 
     def list_tasks(self) -> list[TaskInfo]:
         """The server's tasks and composite rewards."""
@@ -299,7 +297,8 @@ class AsyncRewardClient(_ClientBase, connection.AsyncChannelOwner):
         """Async counterpart of RewardClient.score_once (not bounded by ``max_concurrency``)."""
         await self._ensure_connected()
         request = self._once_request(rollouts, request_id, item_timeout_s)
-        return await self._score(request, self.timeout_s)
+        with self._typed_errors(unavailable=False):
+            return await self._score(request, self.timeout_s)
 
     async def list_tasks(self) -> list[TaskInfo]:
         await self._ensure_connected()

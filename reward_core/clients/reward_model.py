@@ -8,21 +8,27 @@
 
 Answers are the dataclasses of :mod:`reward_core.rm_contract`. Items travel with positional
 ids; an answer whose results are missing or out of order raises
-:class:`~reward_core.rm_contract.RewardModelReplyError`. A failed call raises ``grpc.RpcError``
-(UNAVAILABLE while loading or draining, INVALID_ARGUMENT for too many items, FAILED_PRECONDITION
-for ``score`` on a PRM server or ``score_steps`` on a Bradley-Terry one); UNAVAILABLE is retried
-by the channel's own retry policy (``ChannelConfig``), up to ``max_attempts``.
+:class:`~reward_core.rm_contract.RewardModelReplyError`. A failed call raises the clients' own
+exceptions (:mod:`reward_core.clients.errors`), each also a ``grpc.RpcError`` whose ``code()`` and
+``details()`` are the server's: :class:`~reward_core.clients.errors.CallRejected` for a refusal
+(INVALID_ARGUMENT for too many items, RESOURCE_EXHAUSTED, FAILED_PRECONDITION for ``score`` on a PRM
+server or ``score_steps`` on a Bradley-Terry one), :class:`~reward_core.clients.errors.CallTimedOut` for
+DEADLINE_EXCEEDED (naming ``timeout_s``), :class:`~reward_core.clients.errors.CallFailed` for other codes.
+UNAVAILABLE (loading or draining) is retried by the channel's own retry policy (``ChannelConfig``), up to
+``max_attempts``, then raised as gRPC's own ``grpc.RpcError``.
 The server merges concurrent calls into batches, so small calls cost little.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 from reward.v1 import reward_model_pb2 as pb
 from reward.v1 import reward_model_pb2_grpc
 from reward_core.channel_config import REWARD_MODEL_SERVICE, ChannelConfig
 from reward_core.clients import connection
+from reward_core.clients.errors import typed_errors
 from reward_core.rm_contract import (
     PairScore,
     ReloadReply,
@@ -39,6 +45,9 @@ __all__ = ["AsyncRewardModelClient", "RewardModelClient"]
 Pair = tuple[str, str]
 #: (prompt, the completion's steps in order)
 StepsItem = tuple[str, Sequence[str]]
+
+#: What to change, besides ``timeout_s``, when a call runs out of time.
+_TIMEOUT_ADVICE = "send fewer items per call"
 
 
 def _score_request(pairs: Sequence[Pair]) -> pb.RewardModelRequest:
@@ -93,6 +102,11 @@ class _Base:
     def _deadline(self, timeout_s: float | None) -> float:
         return self.timeout_s if timeout_s is None else connection.check_timeout(timeout_s)
 
+    def _typed_errors(self, timeout_s: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """A failed call as the clients' own exception (UNAVAILABLE left as gRPC's)."""
+        return typed_errors(self.endpoint, timeout_s or self.timeout_s, "reward-model service", _TIMEOUT_ADVICE,
+                            unavailable=False)
+
 
 class RewardModelClient(_Base, connection.BlockingChannelOwner):
     """Blocking client of a RewardModelService. Thread-safe; ``close()`` closes its channel.
@@ -111,25 +125,31 @@ class RewardModelClient(_Base, connection.BlockingChannelOwner):
     def score(self, pairs: Sequence[Pair]) -> ScoreReply:
         """The reward model's score of each (prompt, completion) pair, in order."""
         self._ensure_connected()
-        reply = self._stub.Score(_score_request(pairs), timeout=self.timeout_s, metadata=self._metadata)
+        with self._typed_errors():
+            reply = self._stub.Score(_score_request(pairs), timeout=self.timeout_s, metadata=self._metadata)
         return _score_reply(self.endpoint, reply, len(pairs))
 
     def score_steps(self, items: Sequence[StepsItem]) -> ScoreStepsReply:
         """A process reward model's P(step is correct) for each step of each (prompt, steps) item."""
         self._ensure_connected()
-        reply = self._stub.ScoreSteps(_steps_request(items), timeout=self.timeout_s, metadata=self._metadata)
+        with self._typed_errors():
+            reply = self._stub.ScoreSteps(_steps_request(items), timeout=self.timeout_s, metadata=self._metadata)
         return _steps_reply(self.endpoint, reply, len(items))
 
     def info(self) -> RewardModelInfo:
         """The checkpoint being served and the server's settings."""
         self._ensure_connected()
-        return _info_reply(self._stub.Info(pb.InfoRequest(), timeout=self.timeout_s, metadata=self._metadata))
+        with self._typed_errors():
+            reply = self._stub.Info(pb.InfoRequest(), timeout=self.timeout_s, metadata=self._metadata)
+        return _info_reply(reply)
 
     def reload(self, checkpoint_path: str, timeout_s: float | None = None) -> ReloadReply:
         """Loads another checkpoint (a path on the server) without a restart; ``timeout_s`` None: the client's."""
         self._ensure_connected()
-        reply = self._stub.Reload(pb.ReloadRequest(checkpoint_path=checkpoint_path), timeout=self._deadline(timeout_s),
-                                  metadata=self._metadata)
+        deadline = self._deadline(timeout_s)
+        with self._typed_errors(deadline):
+            reply = self._stub.Reload(pb.ReloadRequest(checkpoint_path=checkpoint_path), timeout=deadline,
+                                      metadata=self._metadata)
         return _reload_reply(reply)
 
 
@@ -147,20 +167,27 @@ class AsyncRewardModelClient(_Base, connection.AsyncChannelOwner):
 
     async def score(self, pairs: Sequence[Pair]) -> ScoreReply:
         await self._ensure_connected()
-        reply = await self._stub.Score(_score_request(pairs), timeout=self.timeout_s, metadata=self._metadata)
+        with self._typed_errors():
+            reply = await self._stub.Score(_score_request(pairs), timeout=self.timeout_s, metadata=self._metadata)
         return _score_reply(self.endpoint, reply, len(pairs))
 
     async def score_steps(self, items: Sequence[StepsItem]) -> ScoreStepsReply:
         await self._ensure_connected()
-        reply = await self._stub.ScoreSteps(_steps_request(items), timeout=self.timeout_s, metadata=self._metadata)
+        with self._typed_errors():
+            reply = await self._stub.ScoreSteps(_steps_request(items), timeout=self.timeout_s,
+                                                metadata=self._metadata)
         return _steps_reply(self.endpoint, reply, len(items))
 
     async def info(self) -> RewardModelInfo:
         await self._ensure_connected()
-        return _info_reply(await self._stub.Info(pb.InfoRequest(), timeout=self.timeout_s, metadata=self._metadata))
+        with self._typed_errors():
+            reply = await self._stub.Info(pb.InfoRequest(), timeout=self.timeout_s, metadata=self._metadata)
+        return _info_reply(reply)
 
     async def reload(self, checkpoint_path: str, timeout_s: float | None = None) -> ReloadReply:
         await self._ensure_connected()
-        reply = await self._stub.Reload(pb.ReloadRequest(checkpoint_path=checkpoint_path),
-                                        timeout=self._deadline(timeout_s), metadata=self._metadata)
+        deadline = self._deadline(timeout_s)
+        with self._typed_errors(deadline):
+            reply = await self._stub.Reload(pb.ReloadRequest(checkpoint_path=checkpoint_path), timeout=deadline,
+                                            metadata=self._metadata)
         return _reload_reply(reply)

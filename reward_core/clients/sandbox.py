@@ -8,21 +8,25 @@
 
 They speak the dataclasses of :mod:`reward_core.sandbox_contract`, converted by
 :mod:`reward_core.sandbox_convert`. Whatever a program does is a result (its ``verdict``), never
-an error. A failed call raises ``grpc.RpcError``: INVALID_ARGUMENT for a request the sandbox
-refuses as unusable (unknown language, no tests, limits above its caps; a known language whose
-toolchain it lacks: details starting ``UNSUPPORTED_LANGUAGE:``), RESOURCE_EXHAUSTED when
-its queue is full, UNAVAILABLE (retried by the channel's own retry policy, up to
-``max_attempts``) while it drains, DEADLINE_EXCEEDED. A request that cannot be put on the wire
-(a FUNCTION_CALL value that is not JSON) raises InvalidExecutionRequest before any call; an
-answer whose results are missing or out of order raises :class:`SandboxReplyError`. The blocking
-client's calls take an optional ``cancel`` token (``reward_core.sandbox_contract.Cancellation``):
-when it fires, the call is cancelled and raises ``grpc.FutureCancelledError``. An
-:class:`~reward_core.sandbox_contract.Executor` over this client, with those errors mapped to
-results, is ``sandbox.create_remote_executor(...)``.
+an error. A failed call raises the clients' own exceptions (:mod:`reward_core.clients.errors`), each
+also a ``grpc.RpcError`` whose ``code()`` and ``details()`` are the server's:
+:class:`~reward_core.clients.errors.CallRejected` for INVALID_ARGUMENT, a request the sandbox refuses as
+unusable (unknown language, no tests, limits above its caps; a known language whose toolchain it lacks:
+details starting ``UNSUPPORTED_LANGUAGE:``), and RESOURCE_EXHAUSTED, its queue full;
+:class:`~reward_core.clients.errors.CallTimedOut` for DEADLINE_EXCEEDED (naming ``timeout_s``);
+:class:`~reward_core.clients.errors.CallFailed` for other codes. UNAVAILABLE (retried by the channel's own
+retry policy, up to ``max_attempts``) while it drains stays gRPC's own ``grpc.RpcError``. A request
+that cannot be put on the wire (a FUNCTION_CALL value that is not JSON) raises
+InvalidExecutionRequest before any call; an answer whose results are missing or out of order raises
+:class:`SandboxReplyError`. The blocking client's calls take an optional ``cancel`` token
+(``reward_core.sandbox_contract.Cancellation``): when it fires, the call is cancelled and raises
+``grpc.FutureCancelledError``. An :class:`~reward_core.sandbox_contract.Executor` over this client,
+with those errors mapped to results, is ``sandbox.create_remote_executor(...)``.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
@@ -34,9 +38,13 @@ from reward.v1 import sandbox_pb2_grpc
 from reward_core import sandbox_convert as convert
 from reward_core.channel_config import SANDBOX_SERVICE, ChannelConfig
 from reward_core.clients import connection
+from reward_core.clients.errors import typed_errors
 from reward_core.sandbox_contract import ExecutionRequest, ExecutionResult, LanguageInfo
 
 __all__ = ["AsyncSandboxClient", "SandboxClient", "SandboxReplyError"]
+
+#: What to change, besides ``timeout_s``, when a call runs out of time.
+_TIMEOUT_ADVICE = "send fewer programs per execute_batch call"
 
 
 class SandboxReplyError(RuntimeError):
@@ -87,6 +95,10 @@ class _Base:
         self.client_id = client_id
         self._metadata = connection.call_metadata(client_id)
 
+    def _typed_errors(self) -> contextlib.AbstractContextManager[None]:
+        """A failed call as the clients' own exception (UNAVAILABLE left as gRPC's)."""
+        return typed_errors(self.endpoint, self.timeout_s, "sandbox service", _TIMEOUT_ADVICE, unavailable=False)
+
 
 class SandboxClient(_Base, connection.BlockingChannelOwner):
     """Blocking client of a SandboxService. Thread-safe; ``close()`` closes its channel.
@@ -108,7 +120,9 @@ class SandboxClient(_Base, connection.BlockingChannelOwner):
         self._ensure_connected()
         call = self._stub.Execute.future(convert.request_to_proto(request), timeout=self.timeout_s,
                                          metadata=self._metadata)
-        return replace(convert.result_from_proto(_wait(call, cancel)), id=request.id)
+        with self._typed_errors():
+            reply = _wait(call, cancel)
+        return replace(convert.result_from_proto(reply), id=request.id)
 
     def execute_batch(self, requests: Sequence[ExecutionRequest],
                       cancel: CancelToken | None = None) -> list[ExecutionResult]:
@@ -119,12 +133,16 @@ class SandboxClient(_Base, connection.BlockingChannelOwner):
         self._ensure_connected()
         call = self._stub.ExecuteBatch.future(_batch_request(requests), timeout=self.timeout_s,
                                               metadata=self._metadata)
-        return _batch_results(self.endpoint, _wait(call, cancel), requests)
+        with self._typed_errors():
+            reply = _wait(call, cancel)
+        return _batch_results(self.endpoint, reply, requests)
 
     def list_languages(self) -> list[LanguageInfo]:
         """Every language the sandbox knows (``ListLanguages``): whether it can run there, its version."""
         self._ensure_connected()
-        reply = self._stub.ListLanguages(pb.ListLanguagesRequest(), timeout=self.timeout_s, metadata=self._metadata)
+        with self._typed_errors():
+            reply = self._stub.ListLanguages(pb.ListLanguagesRequest(), timeout=self.timeout_s,
+                                             metadata=self._metadata)
         return [convert.language_from_proto(msg) for msg in reply.languages]
 
 
@@ -142,18 +160,21 @@ class AsyncSandboxClient(_Base, connection.AsyncChannelOwner):
 
     async def execute(self, request: ExecutionRequest) -> ExecutionResult:
         await self._ensure_connected()
-        reply = await self._stub.Execute(convert.request_to_proto(request), timeout=self.timeout_s,
-                                         metadata=self._metadata)
+        with self._typed_errors():
+            reply = await self._stub.Execute(convert.request_to_proto(request), timeout=self.timeout_s,
+                                             metadata=self._metadata)
         return replace(convert.result_from_proto(reply), id=request.id)
 
     async def execute_batch(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult]:
         await self._ensure_connected()
-        reply = await self._stub.ExecuteBatch(_batch_request(requests), timeout=self.timeout_s,
-                                              metadata=self._metadata)
+        with self._typed_errors():
+            reply = await self._stub.ExecuteBatch(_batch_request(requests), timeout=self.timeout_s,
+                                                  metadata=self._metadata)
         return _batch_results(self.endpoint, reply, requests)
 
     async def list_languages(self) -> list[LanguageInfo]:
         await self._ensure_connected()
-        reply = await self._stub.ListLanguages(pb.ListLanguagesRequest(), timeout=self.timeout_s,
-                                               metadata=self._metadata)
+        with self._typed_errors():
+            reply = await self._stub.ListLanguages(pb.ListLanguagesRequest(), timeout=self.timeout_s,
+                                                   metadata=self._metadata)
         return [convert.language_from_proto(msg) for msg in reply.languages]

@@ -55,7 +55,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import grpc.aio
+import grpc
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -214,7 +214,7 @@ def routes(door: FrontDoor) -> list[BaseRoute]:
             return vllm_error(400, str(exc) if isinstance(exc, PoolingRequestError) else f"the body is not JSON: {exc}")
         try:
             reply = await door.up.rm.score(call.pairs)
-        except grpc.aio.AioRpcError as exc:
+        except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
             return vllm_error(HTTP_STATUS.get(exc.code(), 500), exc.details() or exc.code().name)
         except RewardModelReplyError as exc:
             return vllm_error(502, str(exc))

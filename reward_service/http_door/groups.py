@@ -22,7 +22,6 @@ import json
 from collections.abc import Sequence
 
 import grpc
-import grpc.aio
 from starlette.responses import Response
 
 from reward_core.contract import Rollout
@@ -35,7 +34,7 @@ async def is_groupwise(door: FrontDoor, reward: str) -> bool:
     """Whether the reward server's task (or composite) ``reward`` is groupwise (False when unknown)."""
     try:
         info = (await door.up.tasks_by_name()).get(reward)
-    except grpc.aio.AioRpcError as exc:
+    except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
         raise UpstreamError(exc.code(), exc.details() or exc.code().name) from None
     return info is not None and info.groupwise
 

@@ -19,7 +19,6 @@ import json
 import time
 
 import grpc
-import grpc.aio
 from google.protobuf import json_format
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -92,7 +91,7 @@ def routes(door: FrontDoor) -> list[BaseRoute]:
     async def tasks(_: Request) -> Response:
         try:
             infos = await door.up.reward.list_tasks()
-        except grpc.aio.AioRpcError as exc:
+        except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
             return error_response(exc.code(), exc.details() or exc.code().name)
         return JSONResponse(to_json(pb.ListTasksResponse(tasks=[convert.task_info_to_proto(t) for t in infos])))
 

@@ -279,7 +279,7 @@ def _handlers(door: FrontDoor, fixed_reward: str | None, default_unscored: Unsco
         name = fixed_reward or request.path_params["reward"]
         try:
             known = await door.up.tasks_by_name()
-        except grpc.aio.AioRpcError as exc:
+        except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
             raise UpstreamError(exc.code(), exc.details() or exc.code().name) from None
         if name not in known and REWARD_ALIASES.get(name) in known:
             name = REWARD_ALIASES[name]

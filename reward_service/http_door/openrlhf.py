@@ -52,7 +52,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import grpc
-import grpc.aio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -201,7 +200,7 @@ async def known_reward(door: FrontDoor, reward: str) -> Response | None:
     """404 when the reward server has no task or composite ``reward`` (None when it has)."""
     try:
         names = await door.up.tasks_by_name()
-    except grpc.aio.AioRpcError as exc:
+    except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
         return error_response(exc.code(), exc.details() or exc.code().name)
     if reward in names:
         return None

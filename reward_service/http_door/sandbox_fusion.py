@@ -74,7 +74,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import grpc
-import grpc.aio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -388,7 +387,7 @@ def routes(door: FrontDoor) -> list[BaseRoute]:
             return JSONResponse(sandbox_error(problem))
         try:
             result = await door.up.sandbox.execute(execution_request(call))
-        except grpc.aio.AioRpcError as exc:
+        except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
             details = exc.details() or exc.code().name
             if exc.code() in RETRY_LATER:
                 return error_response(exc.code(), f"sandbox {door.up.sandbox_address}: {details}")
@@ -404,7 +403,7 @@ def routes(door: FrontDoor) -> list[BaseRoute]:
         """Ours, next to SandboxFusion's: the sandbox's ListLanguages as JSON (what it can run, versions)."""
         try:
             infos = await door.up.sandbox.list_languages()
-        except grpc.aio.AioRpcError as exc:
+        except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
             return error_response(exc.code(), f"sandbox {door.up.sandbox_address}: {exc.details() or exc.code().name}")
         return JSONResponse({"languages": [asdict(info) for info in infos]})
 

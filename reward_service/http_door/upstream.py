@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import grpc
-import grpc.aio
 
 from reward_core.channel_config import ChannelConfig
 from reward_core.channel_security import ClientSecurity
@@ -55,7 +54,7 @@ class UpstreamConfig:
             raise ValueError("need --max-batch >= 1, --max-wait-ms >= 0 and --upstream-timeout-s > 0")
 
 
-def _upstream_error(exc: grpc.aio.AioRpcError) -> UpstreamError:
+def _upstream_error(exc: grpc.RpcError) -> UpstreamError:
     return UpstreamError(exc.code(), exc.details() or exc.code().name)
 
 
@@ -103,7 +102,7 @@ class Upstreams:
                   for i, r in enumerate(rollouts)]
         try:
             batch = await self.reward.score_once(unique, f"http-{uuid.uuid4().hex[:12]}", 0.0)
-        except grpc.aio.AioRpcError as exc:
+        except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
             raise _upstream_error(exc) from None
         by_id = {r.id: r for r in batch.results}
         out = []
@@ -119,7 +118,7 @@ class Upstreams:
         """A request as it is (for ``POST /v1/score``): one Score call, no merging."""
         try:
             return await self.reward.score_once(rollouts, request_id, item_timeout_s)
-        except grpc.aio.AioRpcError as exc:
+        except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
             raise _upstream_error(exc) from None
 
     async def tasks(self) -> list[TaskInfo]:

@@ -63,7 +63,9 @@ def test_a_failed_call_makes_its_rollouts_unscored():
     finally:
         server.stop(0)
     assert group.rewards == [None, None]
-    assert all(r.status.name == "ERROR" and "request failed: injected failure" in r.error for r in group.results)
+    # the client's own words (CallFailed: the endpoint and the code), then what the server said
+    assert all(r.status.name == "ERROR" and r.error.startswith("request failed: the reward service at ")
+               and "INTERNAL: injected failure" in r.error for r in group.results)
 
 
 def test_an_unreachable_endpoint_is_said_before_anything_is_submitted():

@@ -38,7 +38,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from reward_core.channel_security import open_channel
-from reward_core.clients import AsyncRewardClient, GroupResult
+from reward_core.clients import AsyncRewardClient, ClientError, GroupResult
 from reward_core.contract import GroupStats, RolloutResult, RolloutStatus, TaskInfo
 from reward_core.ports import free_port
 from trainer_client.train.config import RewardConfig
@@ -171,7 +171,8 @@ class OverlappedScorer:
         try:
             return job.future.result()
         except (grpc.RpcError, ValueError, asyncio.TimeoutError) as exc:
-            message = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
+            # the client's own errors say it in our words; a raw gRPC error by its details
+            message = exc.details() if isinstance(exc, grpc.RpcError) and not isinstance(exc, ClientError) else str(exc)
             logger.warning("scoring %d groups failed as a whole (%s); their rollouts count as unscored",
                            len(job.groups), message)
             return unscored_groups(job.groups, f"request failed: {message}")
