@@ -17,8 +17,11 @@ Cold and warm passes are interleaved ``--repeats`` times (a fresh empty cache be
 it prints the median of each and their ratio, the warm pass's CPU time (this process: on a shared machine
 steadier than its wall time), and checks that warm results equal cold ones.
 ``--disk`` also times a warm pass of a *new* engine reading the ``--reward-cache`` SQLite file (what a
-restarted or second replica sees); ``--engine`` also times the engine alone, cold vs warm, without the
-file's JSON read and write (the cache's own effect: the file I/O is a floor no cache removes).
+restarted or second replica sees, and a CLI user re-running ``rescore``). With ``--disk`` the warm passes have
+that file behind them, so ``rescore`` reads the file with one worker process per core, which answer from it
+(``router/rows_from_cache.py``); each repeat then also times the same engine in one process (answered from its
+memory) and the bench checks both write the same bytes. ``--engine`` also times the engine alone, cold vs
+warm, without the file's JSON read and write (the cache's own effect: the file I/O is a floor no cache removes).
 
     make bench-rescore                                      # 100,000 rollouts, 3 repeats
     .venv/bin/python bench/bench_rescore.py --n 5000 --repeats 2 --workers 2 --engine --disk   # a quick run
@@ -79,14 +82,15 @@ class EngineSource:
             bar.update(len(chunk))
 
 
-def timed_rescore(source: EngineSource, in_path: Path, out_path: Path, cpu: list[float] | None = None) -> float:
+def timed_rescore(source: EngineSource, in_path: Path, out_path: Path, cpu: list[float] | None = None,
+                  one_process: bool = False) -> float:
     """Seconds one ``rescore`` of ``in_path`` takes; appends its CPU seconds in this process (every thread; the
-    worker processes' left out) to ``cpu``."""
+    worker processes' left out) to ``cpu``. ``one_process``: never the parallel read (however large the file)."""
     args = argparse.Namespace(in_path=str(in_path), out_path=str(out_path), rollouts=None, task="", force=False,
                               epsilon=1e-6, examples=3, fail_on_flip=False, quiet=True)
     start, start_cpu = time.perf_counter(), time.process_time()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        rescore(args, source, source.scorer.answer_from_cache)  # as ``reward-service rescore`` in-process
+        rescore(args, source, source.scorer, **({"parallel_min_bytes": 2**62} if one_process else {}))  # as the CLI
     if cpu is not None:
         cpu.append(time.process_time() - start_cpu)
     return time.perf_counter() - start
@@ -140,7 +144,7 @@ def main() -> int:
                 for start in range(0, len(rollouts), CHUNK):  # (untimed; its verdicts are the old ones)
                     chunk = rollouts[start:start + CHUNK]
                     write_results(f, scorer.score(chunk).results, chunk)
-            cold, warm, warm_cpu, engine_cold, engine_warm = [], [], [], [], []
+            cold, warm, warm_cpu, engine_cold, engine_warm, single, single_cpu = [], [], [], [], [], [], []
             for rep in range(args.repeats):
                 db = str(work / f"cache{rep}.sqlite") if args.disk else ""  # a new file: cold is cold
                 fresh_cache(scorer, db)
@@ -149,6 +153,10 @@ def main() -> int:
                 warm.append(timed_rescore(source, old, work / "warm.jsonl", warm_cpu))
                 print(f"repeat {rep + 1}: file cold {cold[-1]:.2f} s, warm {warm[-1]:.2f} s "
                       f"({warm_cpu[-1]:.2f} s CPU), cache {scorer.cache.stats()}", flush=True)
+                if args.disk:  # the same engine in one process: every line answered from its memory
+                    single.append(timed_rescore(source, old, work / "single.jsonl", single_cpu, one_process=True))
+                    print(f"          warm in one process (the memory cache) {single[-1]:.2f} s "
+                          f"({single_cpu[-1]:.2f} s CPU)", flush=True)
                 if args.engine:
                     fresh_cache(scorer, "")
                     engine_cold.append(timed_engine(scorer, rollouts))
@@ -159,7 +167,8 @@ def main() -> int:
             read_s = time.perf_counter() - read_s
             same = [(o.status, o.score) for _, o in read_scored(work / "cold.jsonl")] == \
                 [(o.status, o.score) for _, o in read_scored(work / "warm.jsonl")]
-            if args.disk:
+            if args.disk:  # the parallel read and the one-process one write the same bytes
+                same = same and (work / "warm.jsonl").read_bytes() == (work / "single.jsonl").read_bytes()
                 scorer.cache.flush()
         disk = None
         if args.disk:
@@ -169,12 +178,17 @@ def main() -> int:
                 disk_cpu: list[float] = []
                 disk = timed_rescore(EngineSource(second), old, work / "disk.jsonl", disk_cpu)
                 hits = second.cache.stats().hits
+            same = same and (work / "disk.jsonl").read_bytes() == (work / "warm.jsonl").read_bytes()
     cold_s, warm_s = statistics.median(cold), statistics.median(warm)
     print(f"\nre-score {args.n} rollouts, unchanged verifiers (median of {args.repeats}):")
     print(f"  cold (empty cache): {cold_s:8.2f} s  {args.n / cold_s:10.0f} rollouts/s")
     print(f"  warm (cache hits):  {warm_s:8.2f} s  {args.n / warm_s:10.0f} rollouts/s  "
-          f"({statistics.median(warm_cpu):.2f} s CPU, one process)")
+          f"({statistics.median(warm_cpu):.2f} s CPU in this process{', workers aside' if args.disk else ''})")
     print(f"  speed-up: {cold_s / warm_s:.1f}x (goal: >= 20x); warm results equal cold: {same}")
+    if single:
+        single_s = statistics.median(single)
+        print(f"  warm in one process (the memory cache, no workers): {single_s:.2f} s ({cold_s / single_s:.1f}x; "
+              f"{statistics.median(single_cpu):.2f} s CPU)")
     print(f"  of the warm pass, reading and parsing the file alone: {read_s:.2f} s")
     if args.engine:
         e_cold, e_warm = statistics.median(engine_cold), statistics.median(engine_warm)

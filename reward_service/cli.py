@@ -218,6 +218,12 @@ class _RescoreEngine:
     def answer_from_cache(self, rollouts: list[Rollout]) -> list:
         return self._engine().answer_from_cache(rollouts)
 
+    def answer_rows(self, rows: list) -> list:
+        return self._engine().answer_rows(rows)
+
+    def scan_rows(self, path: str, default_task: str, parts: int, out_dir: str) -> list | None:
+        return self._engine().scan_rows(path, default_task, parts, out_dir)
+
     def score(self, rollouts: list[Rollout], args: argparse.Namespace, bar: tqdm):
         scorer = self._engine()
         for start in range(0, len(rollouts), SCORE_CHUNK):
@@ -237,7 +243,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         return rescore(args, _score_remote)
     engine = _RescoreEngine(args)
     try:
-        return rescore(args, engine.score, engine.answer_from_cache)
+        return rescore(args, engine.score, engine)
     finally:
         engine.close()
 

@@ -165,6 +165,37 @@ def _utf8_buffer(out: TextIO) -> BinaryIO | None:
     return buffer
 
 
+def append_file_range(src_fd: int, dst_fd: int, offset: int, length: int) -> None:
+    """Appends ``length`` bytes of ``src_fd`` from ``offset`` at ``dst_fd``'s position (copied in the kernel
+    where it can: ``rescore`` puts its output together from part files of 100s of MB)."""
+    while length > 0:
+        try:
+            n = os.copy_file_range(src_fd, dst_fd, length, offset)
+        except OSError:  # a file system or kernel without it: through this process
+            n = os.write(dst_fd, os.pread(src_fd, min(length, 2**20), offset))
+        if n <= 0:
+            raise OSError(f"could not copy a file range: it ended {length} bytes early")
+        offset += n
+        length -= n
+
+
+@contextlib.contextmanager
+def atomic_file_continued(start: str | Path, path: str | Path) -> Iterator[BinaryIO]:
+    """``atomic_text_file`` whose temporary file is ``start`` (a file beside ``path``), written on from its end
+    in binary: ``rescore``'s first worker writes the output's first part there, so it is never copied."""
+    try:
+        with open(start, "r+b") as out:  # (not "ab": copy_file_range refuses a file opened for appending)
+            out.seek(0, os.SEEK_END)
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(start, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(start)
+        raise
+
+
 @contextlib.contextmanager
 def atomic_text_file(path: str | Path) -> Iterator[TextIO]:
     """A text file that appears at ``path`` complete, or not at all.

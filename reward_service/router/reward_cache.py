@@ -26,6 +26,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import queue
 import sqlite3
 import threading
@@ -36,7 +37,9 @@ from typing import Any
 import orjson
 
 from reward_core.contract import Rollout, RolloutStatus, StepScore, canonical_json_bytes
+from reward_service.router.cache_answers import cached_result_fields
 from reward_service.task_api import TaskOutcome
+from reward_service.tasks.explanation import cap
 
 logger = logging.getLogger(__name__)
 
@@ -87,16 +90,28 @@ def _digest(prefix: bytes, reference: bytes, completion: str, prompt: str, metad
 def key_function(task: str, version: str, ignores: frozenset[str] = frozenset()) -> Callable[[Rollout], bytes]:
     """``cache_key(rollout, version, ignores)`` for rollouts of ``task``, with what all of them share made once
     (a rescore asks for 100,000s of keys)."""
-    prefix = _key_prefix(task, version)
     use_prompt, use_metadata = "prompt" not in ignores, "metadata" not in ignores
-    sha256, canonical, join = hashlib.sha256, canonical_json_bytes, b"".join
-    no_prompt_no_metadata = bytes(16)  # both lengths 0
+    row_key = row_key_function(task, version)
 
     def key(rollout: Rollout) -> bytes:
         if (use_prompt and rollout.prompt) or (use_metadata and rollout.metadata):
             return cache_key(rollout, version, ignores)
-        ref = canonical(rollout.reference)
-        text = rollout.completion.encode("utf-8", "surrogatepass")
+        return row_key(rollout.completion, rollout.reference)
+
+    return key
+
+
+def row_key_function(task: str, version: str) -> Callable[[str, Mapping[str, Any]], bytes]:
+    """``key(completion, reference)``: the ``cache_key`` of a rollout of ``task`` with that completion and
+    reference and no prompt or metadata (the same digest whatever the task's ``cache_ignores``), from the
+    fields alone: a rescore of a stored file keys 100,000s of lines without a Rollout for each."""
+    prefix = _key_prefix(task, version)
+    sha256, canonical, join = hashlib.sha256, canonical_json_bytes, b"".join
+    no_prompt_no_metadata = bytes(16)  # both lengths 0
+
+    def key(completion: str, reference: Mapping[str, Any]) -> bytes:
+        ref = canonical(reference)
+        text = completion.encode("utf-8", "surrogatepass")
         return sha256(join((prefix, len(ref).to_bytes(8, "big"), ref, len(text).to_bytes(8, "big"), text,
                             no_prompt_no_metadata))).digest()
 
@@ -142,6 +157,34 @@ def decode_outcome(text: str) -> TaskOutcome | None:
         return TaskOutcome(**data)
     except (ValueError, TypeError, KeyError):
         return None
+
+
+def stored_result_fields(text: str, task: str, version: str) -> tuple[dict[str, Any], RolloutStatus] | None:
+    """``cached_result_fields(decode_outcome(text), task, version)`` and the outcome's status (None where either
+    gives None), without the TaskOutcome for an outcome of the common shape (no steps, the task's own
+    explanation, components a JSON object): ``rescore``'s workers answer 100,000s of lines from the file."""
+    try:
+        data = _loads(text)
+    except (ValueError, TypeError):
+        data = None
+    if type(data) is dict and data.keys() == _FIELD_SET:
+        status, score, components, explanation = data["status"], data["score"], data["components"], \
+            data["explanation"]
+        status = _STATUS_BY_VALUE.get(status) if type(status) is int else None
+        if (status is not None and not data["steps"] and type(components) is dict and type(explanation) is str
+                and explanation and type(score) is float):
+            if not status.scored or not math.isfinite(score):
+                return None
+            fields = {"score": score, "status": status.name, "scored": True, "components": components or {task: score},
+                      "extracted": data["extracted"],
+                      "error": data["detail"] if status == RolloutStatus.NO_ANSWER else "",
+                      "explanation": cap(explanation), "elapsed_ms": 0.0}
+            if version:
+                fields["verifier_version"] = version
+            return fields, status
+    outcome = decode_outcome(text)
+    fields = cached_result_fields(outcome, task, version) if outcome is not None else None
+    return (fields, outcome.status) if fields is not None else None  # type: ignore[union-attr]
 
 
 def _loads(text: str) -> Any:
@@ -190,7 +233,15 @@ class _Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS rewards (key BLOB PRIMARY KEY, value TEXT NOT NULL)")
-        self._writes: queue.SimpleQueue[tuple[bytes, str] | threading.Event | None] = queue.SimpleQueue()
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(rewards)")}
+            if "answer" not in columns:  # (a file of an earlier build: its rows have none)
+                try:
+                    self._db.execute("ALTER TABLE rewards ADD COLUMN answer BLOB")
+                except sqlite3.OperationalError as exc:  # another replica added it first
+                    if "duplicate column" not in str(exc):
+                        raise
+        self._writes: queue.SimpleQueue[tuple[bytes, str, bytes | None] | threading.Event | None] = \
+            queue.SimpleQueue()
         self._writer = threading.Thread(target=self._write_loop, name="reward-cache-writer", daemon=True)
         self._writer.start()
 
@@ -214,8 +265,8 @@ class _Store:
                 found.update(self._db.execute(query, batch).fetchall())
         return found
 
-    def put(self, key: bytes, value: str) -> None:
-        self._writes.put((key, value))
+    def put(self, key: bytes, value: str, answer: bytes | None = None) -> None:
+        self._writes.put((key, value, answer))
 
     def flush(self) -> None:
         """Returns once every earlier ``put`` is in the file."""
@@ -226,7 +277,7 @@ class _Store:
     def _write_loop(self) -> None:
         while True:
             first = self._writes.get()
-            batch: list[tuple[bytes, str]] = []
+            batch: list[tuple[bytes, str, bytes | None]] = []
             events: list[threading.Event] = []
             stop = False
             item: Any = first
@@ -247,11 +298,11 @@ class _Store:
             if stop:
                 return
 
-    def _write(self, batch: list[tuple[bytes, str]]) -> None:
+    def _write(self, batch: list[tuple[bytes, str, bytes | None]]) -> None:
         try:
             with self._lock:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._db.executemany("INSERT OR REPLACE INTO rewards (key, value) VALUES (?, ?)", batch)
+                self._db.executemany("INSERT OR REPLACE INTO rewards (key, value, answer) VALUES (?, ?, ?)", batch)
                 # a (re)written row gets the next rowid: the oldest rows have the smallest ones
                 self._db.execute("DELETE FROM rewards WHERE rowid <= (SELECT max(rowid) FROM rewards) - ?",
                                  (self.max_rows,))
@@ -341,8 +392,16 @@ class RewardCache:
             self._misses += len(keys) - found_now
         return outcomes
 
-    def put(self, key: bytes, outcome: TaskOutcome) -> bool:
-        """Stores a scored outcome; an unscored one (or a non-finite score) is not stored. Returns whether stored."""
+    def count_hits(self, hits: int) -> None:
+        """Counts ``hits`` lookups answered from the SQLite file by other processes (``rescore``'s workers)."""
+        with self._lock:
+            self._hits += hits
+
+    def put(self, key: bytes, outcome: TaskOutcome, answer: bytes | None = None) -> bool:
+        """Stores a scored outcome; an unscored one (or a non-finite score) is not stored. Returns whether stored.
+
+        ``answer``: the outcome's result line fields as ``cache_answers.stored_answer`` makes them, kept beside it
+        in the file (``rescore``'s workers write them as they are)."""
         if not outcome.status.scored or outcome.score != outcome.score or abs(outcome.score) == float("inf"):
             return False
         text = encode_outcome(outcome)
@@ -350,7 +409,7 @@ class RewardCache:
         with self._lock:
             self._stores += 1
         if self._store is not None:
-            self._store.put(key, text)
+            self._store.put(key, text, answer)
         return True
 
     def _remember(self, key: bytes, outcome: TaskOutcome, size: int) -> None:

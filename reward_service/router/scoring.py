@@ -19,7 +19,7 @@ import math
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import CancelledError, Executor, Future, ThreadPoolExecutor
 from typing import Any
 
@@ -43,10 +43,14 @@ from reward_service.pool.worker_pool import (
     WorkerCrashed,
     WorkerPool,
 )
+from reward_service.router import cache_rows
+from reward_service.router.cache_answers import cached_result_fields as cached_result_fields  # (re-exported)
+from reward_service.router.cache_answers import stored_answer
 from reward_service.router.config import ScorerConfig
 from reward_service.router.group_stage import Group, find_groups, shape_group, shape_groups
 from reward_service.router.registry import TaskRegistry, build_registry, start_checks
-from reward_service.router.reward_cache import RewardCache, cache_key, key_function
+from reward_service.router.reward_cache import RewardCache, cache_key
+from reward_service.router.rows_from_cache import RangeScan
 from reward_service.router.startup_checks import SelfCheckReport
 from reward_service.router.worker_job import ItemOutcome, ScoreItem, init_worker, score_items
 from reward_service.task_api import InvalidReference, Task, TaskInput, TaskOutcome, cancel_token_set
@@ -60,7 +64,9 @@ JOB_SHARE_OF_LIMIT = 0.05
 # Imported in the fork server so every (re)started worker begins warm.
 PRELOAD_MODULES = ("sympy", "reward_service.router.worker_job", "reward_service.verifiers.math",
                    # the instruction-following tasks' language tools (nltk takes seconds to import)
-                   "nltk.tokenize.punkt", "nltk.tokenize.destructive", "langdetect.detector_factory")
+                   "nltk.tokenize.punkt", "nltk.tokenize.destructive", "langdetect.detector_factory",
+                   # rescore's workers (forked from the same server) answering rows from the cache file
+                   "reward_service.router.rows_from_cache")
 
 
 class QueueFullError(RuntimeError):
@@ -83,8 +89,6 @@ GROUP_NOT_RANKED = "its group was not ranked: the server is shutting down; send 
 
 
 JobEntry = tuple[ScoreItem, Future]
-#: A task not looked at yet (``Scorer.answer_from_cache``).
-_UNSEEN: Any = object()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,11 +102,13 @@ class _CachePolicy:
     groupwise: bool
 
 
-def _store_outcome(cache: RewardCache, key: bytes, fut: Future) -> None:  # a future's done callback
-    """Stores a verified item's outcome (the cache keeps scored ones only)."""
+def _store_outcome(cache: RewardCache, key: bytes, task: str, version: str, fut: Future) -> None:  # a done callback
+    """Stores a verified item's outcome (the cache keeps scored ones only), with its result line's fields for a
+    task the cache answers outright (no group stage; ``stored_answer``)."""
     if fut.cancelled() or fut.exception(timeout=0) is not None:
         return
-    cache.put(key, fut.result(timeout=0).outcome)
+    outcome = fut.result(timeout=0).outcome
+    cache.put(key, outcome, stored_answer(outcome, task, version) if task and cache.path else None)
 
 
 class PendingBatch:
@@ -363,7 +369,9 @@ class Scorer:
                     unique[key].set_result(ItemOutcome(outcome, 0.0))
                 else:
                     if cache_at is not None and self.cache is not None:
-                        unique[key].add_done_callback(functools.partial(_store_outcome, self.cache, cache_at))
+                        unique[key].add_done_callback(functools.partial(
+                            _store_outcome, self.cache, cache_at, "" if policy.groupwise else rollout.task,
+                            policy.version))
                     item = ScoreItem(rollout.task, TaskInput(rollout.completion, rollout.reference, rollout.prompt,
                                                              rollout.metadata))
                     by_task.setdefault(rollout.task, []).append((item, unique[key]))
@@ -408,41 +416,22 @@ class Scorer:
         return self.cache.get(key), key
 
     def answer_from_cache(self, rollouts: Sequence[Rollout]) -> list[dict[str, Any] | None]:
-        """Per rollout, the fields of its result line when the reward cache answers it, as ``submit`` would
-        answer it (see :func:`cached_result_fields`); None where a rollout must be scored (its task is
-        unknown, not cached or groupwise, rejects the reference, or no outcome is stored). Queues nothing.
+        """Per rollout, the fields of its result line when the reward cache answers it, else None (queues
+        nothing; ``cache_rows.answer_from_cache``)."""
+        return cache_rows.answer_from_cache(self.registry, self.cache, self._answerable, rollouts)
 
-        For ``rescore``: a file of rollouts answered from the cache with no request and no result objects.
-        """
-        answers: list[dict[str, Any] | None] = [None] * len(rollouts)
-        if self.cache is None or self.cache.empty:
-            return answers
-        # task -> (its policy, its reference check, its key function), or None when the cache may not answer it
-        checks: dict[str, tuple[_CachePolicy, Callable[[Mapping[str, Any]], None],
-                                Callable[[Rollout], bytes]] | None] = {}
-        asked: list[int] = []
-        keys: list[bytes] = []
-        ask, add_key = asked.append, keys.append
-        for i, rollout in enumerate(rollouts):
-            task = rollout.task
-            check = checks.get(task, _UNSEEN)
-            if check is _UNSEEN:
-                policy = self._answerable(task)
-                check = checks[task] = (policy, self.registry.get(task).check_reference,
-                                        key_function(task, policy.version, policy.ignores)) if policy else None
-            if check is None:
-                continue
-            try:  # as _precheck: the cache answers only the rollouts it lets through to their task
-                check[1](rollout.reference)
-            except Exception:  # noqa: BLE001 -- submit answers it: INVALID_REFERENCE, or ERROR for a task's bug
-                continue
-            ask(i)
-            add_key(check[2](rollout))
-        for i, outcome in zip(asked, self.cache.get_many(keys)):
-            if outcome is not None:
-                task = rollouts[i].task
-                answers[i] = cached_result_fields(outcome, task, checks[task][0].version)  # type: ignore[index]
-        return answers
+    def answer_rows(self, rows: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[dict[str, Any] | None]:
+        """The same for rows (task, completion, reference) of rollouts without a prompt or metadata."""
+        return cache_rows.answer_rows(self.registry, self.cache, self._answerable, rows)
+
+    def rows_plan(self, tasks: Iterable[str]) -> tuple[str, dict[str, tuple[str, tuple[str, ...]]]]:
+        """The cache file and what rescore's worker processes may answer from it (``cache_rows.rows_plan``)."""
+        return cache_rows.rows_plan(self.registry, self.cache, self._answerable, tasks)
+
+    def scan_rows(self, path: str, default_task: str, parts: int, out_dir: str) -> list[RangeScan] | None:
+        """``rescore``'s lines answered from the cache file by ``parts`` worker processes (``cache_rows``)."""
+        return cache_rows.scan_file_rows(self.registry, self.cache, self._answerable, path, default_task, parts,
+                                         out_dir)
 
     def _answerable(self, task: str) -> _CachePolicy | None:
         """The task's cache policy when the cache may answer its rollouts outright (a known, cached task
@@ -633,23 +622,6 @@ def result_from_future(rollout: Rollout, fut: Future, first: bool, timeout_s: fl
     except PoolError as exc:
         return unscored(rollout, RolloutStatus.ERROR, f"verification pool error: {exc}")
     return result_from_outcome(rollout, item, first, version)
-
-
-def cached_result_fields(outcome: TaskOutcome, task: str, version: str) -> dict[str, Any] | None:
-    """What ``result_from_outcome(rollout, ItemOutcome(outcome, 0.0), True, version).to_dict()`` holds beyond
-    the rollout's id, task and group id (in that order), for a stored outcome: scored, finite (the cache keeps
-    no other; None for one that is not). Built without a RolloutResult: a re-score answers 100,000s of them."""
-    if not outcome.status.scored or not math.isfinite(outcome.score):
-        return None
-    fields = {"score": outcome.score, "status": outcome.status.name, "scored": True,
-              "components": dict(outcome.components) or {task: outcome.score}, "extracted": outcome.extracted,
-              "error": outcome.detail if outcome.status == RolloutStatus.NO_ANSWER else "",
-              "explanation": explain_outcome(outcome), "elapsed_ms": 0.0}
-    if outcome.steps:
-        fields["steps"] = [step.to_dict() for step in outcome.steps]
-    if version:
-        fields["verifier_version"] = version
-    return fields
 
 
 def result_from_outcome(rollout: Rollout, item: ItemOutcome, first: bool, version: str = "") -> RolloutResult:

@@ -77,11 +77,11 @@ def test_the_cache_path_writes_the_bytes_the_engine_path_writes(stored, tmp_path
     db = tmp_path / "cache.sqlite"
     cold, by_engine, by_cache = tmp_path / "cold.jsonl", tmp_path / "engine.jsonl", tmp_path / "cache.jsonl"
     with Scorer(ScorerConfig(workers=1, reward_cache=str(db))) as scorer:
-        assert quietly(rescore, args_for(stored, cold), engine_path(scorer), scorer.answer_from_cache) == 0
+        assert quietly(rescore, args_for(stored, cold), engine_path(scorer), scorer) == 0
         assert scorer.cache.stats().hits == 0  # the cold pass verified everything
         assert quietly(rescore, args_for(stored, by_engine), engine_path(scorer)) == 0
         hits = scorer.cache.stats().hits
-        assert quietly(rescore, args_for(stored, by_cache), engine_path(scorer), scorer.answer_from_cache) == 0
+        assert quietly(rescore, args_for(stored, by_cache), engine_path(scorer), scorer) == 0
         # every scored rollout of a cached task without a group stage: 9 (unknown, unscored, groupwise: scored)
         assert scorer.cache.stats().hits - hits == 9
     elapsed = re.compile(rb'"elapsed_ms": ?[0-9.e+-]+')
@@ -117,5 +117,5 @@ def test_a_bad_line_stops_the_cache_path_before_anything_is_written(stored, tmp_
                       encoding="utf-8")
     out = tmp_path / "out.jsonl"
     with Scorer(ScorerConfig(workers=1)) as scorer, pytest.raises(JsonlError, match=r"broken.jsonl:3: .*'id'"):
-        quietly(rescore, args_for(broken, out), engine_path(scorer), scorer.answer_from_cache)
+        quietly(rescore, args_for(broken, out), engine_path(scorer), scorer)
     assert not out.exists()

@@ -39,7 +39,7 @@ def run(scorer: Scorer, in_path, out_path) -> tuple[str, int, int]:
     before = scorer.cache.stats()
     report = io.StringIO()
     with contextlib.redirect_stdout(report), contextlib.redirect_stderr(io.StringIO()):
-        assert rescore(args_for(in_path, out_path), engine(scorer), scorer.answer_from_cache) == 0
+        assert rescore(args_for(in_path, out_path), engine(scorer), scorer) == 0
     after = scorer.cache.stats()
     return report.getvalue(), after.hits - before.hits, after.stores - before.stores
 

@@ -1,9 +1,18 @@
 """The reward cache: content-addressed, bounded, scored outcomes only, shareable through SQLite."""
 
+import sqlite3
+
 import pytest
 
 from reward_core.contract import Rollout, RolloutStatus, StepScore
-from reward_service.router.reward_cache import RewardCache, cache_key, decode_outcome, encode_outcome, key_function
+from reward_service.router.reward_cache import (
+    RewardCache,
+    cache_key,
+    decode_outcome,
+    encode_outcome,
+    key_function,
+    row_key_function,
+)
 from reward_service.task_api import TaskOutcome
 
 ROLLOUT = Rollout(id="a", task="gsm8k", completion="#### 72", reference={"answer": "72"}, prompt="p",
@@ -170,3 +179,22 @@ def test_keys_are_the_ones_stored_files_hold(rollout, ignores, digest):
     assert cache_key(rollout, "v1", ignores).hex() == digest
     assert cache_key(rollout, "v1", ignores, rollout.dedup_key()).hex() == digest
     assert key_function(rollout.task, "v1", ignores)(rollout).hex() == digest
+    if not rollout.prompt and not rollout.metadata:  # (rescore keys such rows from their fields alone)
+        assert row_key_function(rollout.task, "v1")(rollout.completion, rollout.reference).hex() == digest
+
+
+def test_a_file_of_an_earlier_build_is_read_and_gets_answers_beside_new_outcomes(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as conn:  # the table as builds before stored answers made it
+        conn.execute("CREATE TABLE rewards (key BLOB PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute("INSERT INTO rewards VALUES (?, ?)", (b"k" * 32, encode_outcome(TaskOutcome(1.0))))
+    conn.close()
+    cache = RewardCache(path=path)
+    assert cache.get(b"k" * 32) == TaskOutcome(1.0)
+    cache.put(b"n" * 32, TaskOutcome(0.0, extracted="5"), b"answer/x\t{}")
+    cache.close()
+    with sqlite3.connect(path) as conn:
+        rows = dict(conn.execute("SELECT key, answer FROM rewards"))
+    conn.close()
+    assert rows == {b"k" * 32: None, b"n" * 32: b"answer/x\t{}"}
+    RewardCache(path=path).close()  # (opened again: the column is there already)

@@ -1,0 +1,337 @@
+"""``rescore`` of a large file on every core: worker processes answer its lines from the reward cache's SQLite file.
+
+``Scorer.scan_rows`` runs it; ``reward_service.rescore`` puts the output together.
+
+Each worker takes a byte range of the input (cut at line ends), reads its lines, keys those of the common shape
+(``rescore``'s short path) whose task the engine's plan names (``Scorer.rows_plan``: cached, no group stage, the
+plain reference check), reads their rows from the file (``ASK_ROWS`` keys a query; WAL readers run side by side)
+and writes their output lines to a part file beside the output: the rollout's fields spliced with the result fields
+stored beside the outcome (``cache_answers.stored_answer``), or built from the outcome. Every other line --
+another shape, a task not in the plan, a reference its task would refuse, a key the file lacks, a bad line -- goes
+back to the parent as it is, with its line number, and is read there as in one process. The parent writes the
+output in order: runs of the part files (copied in the kernel) between its own lines.
+
+Workers come from a ``forkserver`` (never a fork of the threaded parent). A worker sends back no rollout and no
+line it answered: only the part file's runs, the ids (duplicates are looked for across ranges), the (task,
+status, version) triples of the old and new verdicts, per task its count and versions, and the few rows whose
+verdict changed (the flip report's examples keep file order).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import gc
+import logging
+import multiprocessing
+import os
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from reward_core.contract import RolloutStatus
+from reward_service.jsonl_io import dump_line, holds_big_float
+from reward_service.router.cache_answers import ANSWER_PREFIX
+from reward_service.router.reward_cache import row_key_function, stored_result_fields
+
+#: Lines of each range whose tasks are looked at before the workers start (for the engine's plan).
+SAMPLE_LINES = 256
+#: Keys one worker looks up in the SQLite file at once.
+ASK_ROWS = 500
+#: Bytes read from the input and written to a part file at once.
+BUFFER = 2**20
+#: Bytes of the SQLite file a worker maps into memory to read it (its lookups are random).
+MMAP_BYTES = 2**32
+
+logger = logging.getLogger(__name__)
+_STATUS_BY_NAME = {status.name: status for status in RolloutStatus}
+#: (id, task, status, score, version): a verdict as plain values (sent between processes).
+Verdict = tuple[str, str, int, float, str]
+
+
+@dataclasses.dataclass
+class RangeScan:
+    """What a worker read of its byte range, and what it left to the parent."""
+
+    lines: int = 0
+    part: str = ""
+    #: CPU seconds the worker spent on the range (for benchmarks).
+    cpu_s: float = 0.0
+    #: Runs (offset, length) of the part file: one before each of ``others``, and one after the last.
+    runs: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    #: (line number in the range, the line) of each line the parent reads.
+    others: list[tuple[int, bytes]] = dataclasses.field(default_factory=list)
+    #: The ids of the lines answered here, and their count per task with its old and new versions.
+    ids: list[str] = dataclasses.field(default_factory=list)
+    tasks: dict[str, tuple[int, set[str], set[str]]] = dataclasses.field(default_factory=dict)  # (count, old, new)
+    old_triples: set[tuple[str, int, str]] = dataclasses.field(default_factory=set)
+    new_triples: set[tuple[str, int, str]] = dataclasses.field(default_factory=set)
+    #: (line number in the range, old verdict, new verdict) of the answered lines whose status or score changed.
+    changed: list[tuple[int, Verdict, Verdict]] = dataclasses.field(default_factory=list)
+
+
+def split_ranges(path: str | Path, parts: int) -> list[tuple[int, int]]:
+    """``parts`` byte ranges of the file (fewer when it has few lines), each starting at a line's start."""
+    size = os.path.getsize(path)
+    cuts = [0]
+    with open(path, "rb") as f:
+        for i in range(1, parts):
+            f.seek(max(size * i // parts, cuts[-1]))
+            if f.tell() > 0:
+                f.seek(f.tell() - 1)  # a cut right at a line's start keeps it
+                f.readline()
+            if cuts[-1] < f.tell() < size:
+                cuts.append(f.tell())
+    cuts.append(size)
+    return list(zip(cuts, cuts[1:]))
+
+
+def sample_tasks(path: str | Path, ranges: list[tuple[int, int]], default_task: str) -> set[str]:
+    """The tasks named by the first ``SAMPLE_LINES`` lines of each range (a task missed is answered in the parent)."""
+    tasks = set()
+    with open(path, "rb") as f:
+        for start, end in ranges:
+            f.seek(start)
+            for _ in range(SAMPLE_LINES):
+                if f.tell() >= end:
+                    break
+                try:
+                    data = orjson.loads(f.readline())
+                except orjson.JSONDecodeError:
+                    continue
+                if type(data) is dict:
+                    task = data.get("task") or default_task
+                    if type(task) is str and task:
+                        tasks.add(task)
+    return tasks
+
+
+def scan_rows(path: str | Path, default_task: str, parts: int, out_dir: str | Path, store: str,
+              plan_for: Callable[[set[str]], Mapping[str, tuple[str, tuple[str, ...]]]]) -> list[RangeScan] | None:
+    """The file in ``parts`` ranges, each scanned by a worker process answering from ``store``, in order; None
+    when there is nothing to split or no task of the plan (``plan_for(the tasks the file names)``) in it. The
+    part files are the caller's to remove (``remove_parts``)."""
+    ranges = split_ranges(path, parts)
+    if not store or len(ranges) < 2:
+        return None
+    plan = plan_for(sample_tasks(path, ranges, default_task))
+    if not plan:
+        return None
+    return scan_file(path, ranges, default_task, store, plan, out_dir)
+
+
+def scan_file(path: str | Path, ranges: list[tuple[int, int]], default_task: str, store: str,
+              plan: Mapping[str, tuple[str, tuple[str, ...]]], out_dir: str | Path) -> list[RangeScan] | None:
+    """Each range scanned by its own worker process, in order (their part files are the caller's to remove);
+    None when they could not (an unreadable cache file, a full disk, a worker killed)."""
+    context = multiprocessing.get_context("forkserver")
+    parts: list[str] = []
+    try:
+        for _ in ranges:
+            fd, part = tempfile.mkstemp(prefix=".rescore.", suffix=".part", dir=out_dir)
+            os.close(fd)
+            parts.append(part)
+        with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
+            jobs = [pool.submit(scan_range, str(path), start, end, default_task, store, dict(plan), part)
+                    for (start, end), part in zip(ranges, parts)]
+            return [job.result() for job in jobs]
+    except (OSError, sqlite3.Error, BrokenProcessPool) as exc:  # the parent reads every line itself
+        logger.warning("rescore: the workers could not read %s or the reward cache %s (%s: %s); reading it in one "
+                       "process", path, store, type(exc).__name__, exc)
+        remove_parts(parts)
+        return None
+    except BaseException:
+        remove_parts(parts)
+        raise
+
+
+def remove_parts(parts: list[str]) -> None:
+    for part in parts:
+        try:
+            os.unlink(part)
+        except FileNotFoundError:
+            pass
+
+
+def scan_range(path: str, start: int, end: int, default_task: str, store: str,
+               plan: dict[str, tuple[str, tuple[str, ...]]], part: str) -> RangeScan:
+    """A worker's job: the lines of ``path`` in [start, end) answered from ``store`` into ``part``."""
+    started = time.process_time()
+    db = sqlite3.connect(f"file:{quote(store)}?mode=ro", uri=True, timeout=30.0)
+    db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")  # (its pages read in place: no read call and copy for each)
+    gc.disable()  # (what it keeps to the end holds no cycle: a collection would only walk it, again and again)
+    try:
+        with open(path, "rb", buffering=BUFFER) as f, open(part, "wb", buffering=BUFFER) as out:
+            f.seek(start)
+            scan = _Scanner(db, plan, default_task, out).scan(f, end - start)
+        scan.cpu_s = time.process_time() - started
+        return scan
+    finally:
+        db.close()
+
+
+class _Scanner:
+    """One range's lines, asked of the SQLite file ``ASK_ROWS`` at a time, answered in order."""
+
+    def __init__(self, db: sqlite3.Connection, plan: Mapping[str, tuple[str, tuple[str, ...]]], default_task: str,
+                 out: Any) -> None:
+        self.db = db
+        self.default_task = default_task
+        self.keys: dict[str, tuple[Callable[[str, Mapping[str, Any]], bytes], str, tuple[str, ...]]] = {
+            task: (row_key_function(task, version), version, required) for task, (version, required) in plan.items()}
+        self.out = out
+        self.result = RangeScan(part=out.name)
+        #: (task, old status, old version, new status, new version) of each line answered here.
+        self.verdicts: list[tuple[str, int, str, int, str]] = []
+        self.written = 0
+        self.run_start = 0
+        self.seen: set[str] = set()
+        #: In line order: (line number, line) for the parent, or a row to ask about (with its key).
+        self.pending: list[tuple] = []
+        self.asked = 0
+
+    def scan(self, f: Any, length: int) -> RangeScan:
+        read = lineno = 0
+        keys, seen, pending, default_task = self.keys, self.seen, self.pending, self.default_task
+        loads, decode_error, status_of, big = orjson.loads, orjson.JSONDecodeError, _STATUS_BY_NAME, 2.0**63
+        for line in f:
+            if read >= length:
+                break
+            read += len(line)
+            lineno += 1
+            try:
+                data = loads(line)
+            except decode_error:
+                data = None
+            if type(data) is not dict:
+                if not (line.isspace() or not line):  # (a blank line: the parent would skip it too)
+                    pending.append((lineno, line))
+                continue
+            rid, completion, reference = data.get("id"), data.get("completion"), data.get("reference")
+            task, name, score = data.get("task") or default_task, data.get("status"), data.get("score")
+            version, group_id = data.get("verifier_version"), data.get("group_id")
+            status = status_of.get(name) if type(name) is str else None
+            keyer = keys.get(task) if type(task) is str else None
+            # rescore's short path (no prompt: a prompt is part of the key), for a task of the plan
+            if (keyer is None or type(rid) is not str or not rid or rid in seen or type(completion) is not str
+                    or type(reference) is not dict or status is None or type(score) is not float
+                    or not -big < score < big or type(version) is not str or data.get("prompt")
+                    or not (group_id is None or type(group_id) is str) or data.get("metadata")
+                    or holds_big_float(reference)):
+                pending.append((lineno, line))
+                continue
+            for field in keyer[2]:  # Task.check_reference: a reference it would refuse is the parent's
+                if reference.get(field) in (None, ""):
+                    break
+            else:
+                field = None
+            if field is not None:
+                pending.append((lineno, line))
+                continue
+            seen.add(rid)
+            pending.append((lineno, line, rid, task, completion, reference, group_id or "",
+                            (rid, task, int(status), score or 0.0, version), keyer[0](completion, reference)))
+            self.asked += 1
+            if self.asked >= ASK_ROWS:
+                self.flush()
+        self.flush()
+        result = self.result
+        result.lines = lineno
+        result.runs.append((self.run_start, self.written - self.run_start))
+        for (task, old_status, old_version, new_status, new_version), count in \
+                collections.Counter(self.verdicts).items():  # (the few distinct ones, counted in C)
+            result.old_triples.add((task, old_status, old_version))
+            result.new_triples.add((task, new_status, new_version))
+            total, old_versions, new_versions = result.tasks.get(task) or (0, set(), set())
+            result.tasks[task] = (total + count, old_versions | {old_version}, new_versions | {new_version})
+        return result
+
+    def flush(self) -> None:
+        """Answers the pending rows from the file, in order; the rest goes to the parent."""
+        keys = [item[8] for item in self.pending if len(item) > 2]
+        stored: dict[bytes, tuple[bytes | None, str | None]] = {}
+        if keys:  # (the outcome only where no answer of this code is beside it: most rows need no str of it)
+            query = (f"SELECT key, answer, CASE WHEN substr(answer, 1, {len(ANSWER_PREFIX)}) = ? THEN NULL "
+                     f"ELSE value END FROM rewards WHERE key IN ({','.join('?' * len(keys))})")
+            stored.update((key, (answer, value)) for key, answer, value in self.db.execute(query, [ANSWER_PREFIX,
+                                                                                                   *keys]))
+        for item in self.pending:
+            if len(item) == 2 or not self.answer(item[0], *item[2:9], stored.get(item[8])):
+                self.other(item[0], item[1])
+        self.pending.clear()
+        self.asked = 0
+
+    def answer(self, lineno: int, rid: str, task: str, completion: str, reference: dict[str, Any], group_id: str,
+               old: Verdict, key: bytes, row: tuple[bytes | None, str | None] | None) -> bool:
+        """Writes the row's output line when the file holds its outcome (as ``rescore`` would write it): the
+        stored answer's fields spliced after the rollout's where this code made them, else from the outcome."""
+        if row is None:
+            return False
+        kept, text = row
+        version = self.keys[task][1]
+        if group_id:
+            line = {"id": rid, "task": task, "completion": completion, "reference": reference, "group_id": group_id}
+        else:
+            line = {"id": rid, "task": task, "completion": completion, "reference": reference}
+        data = None
+        if kept is not None and kept.startswith(ANSWER_PREFIX):
+            fields = kept[len(ANSWER_PREFIX):]
+            try:
+                head = orjson.dumps(line)
+            except TypeError:
+                head = b"null"
+            if b"null" not in head and b"null" not in fields:  # (else dump_line writes the stdlib's line)
+                data = b"".join((head[:-1], b",", fields[1:], b"\n"))  # = dump_line({**line, **fields})
+                new_score, new_status = _score_and_status(fields)
+        if data is None:
+            if text is None:  # (an answer of this code the line cannot be spliced with: rare)
+                stored = self.db.execute("SELECT value FROM rewards WHERE key = ?", (key,)).fetchone()
+                if stored is None:  # (dropped since: another engine's writer keeps the file's size)
+                    return False
+                text = stored[0]
+            found = stored_result_fields(text, task, version)
+            if found is None:
+                return False
+            answer, status = found
+            new_status = int(status)
+            data = dump_line({**line, **answer})
+            new_score = answer["score"]
+        self.out.write(data)
+        self.written += len(data)
+        self.result.ids.append(rid)
+        self.verdicts.append((task, old[2], old[4], new_status, version))  # (answer["verifier_version"])
+        if new_status != old[2] or new_score != old[3]:  # (as flip_report tells an unchanged verdict)
+            self.result.changed.append((lineno, old, (rid, task, new_status, new_score, version)))
+        return True
+
+    def other(self, lineno: int, line: bytes) -> None:
+        result = self.result
+        result.runs.append((self.run_start, self.written - self.run_start))
+        result.others.append((lineno, line))
+        self.run_start = self.written
+
+
+
+#: Where a stored answer's fields start: ``cached_result_fields`` puts the score first, then the status.
+_SCORE_AT = len(b'{"score":')
+_STATUS_FIELD = b',"status":"'
+
+
+def _score_and_status(fields: bytes) -> tuple[float, int]:
+    """The score and status (its value) of a stored answer's fields, read from their start where the score is a
+    plain float (the layout ``ANSWER_PREFIX`` pins), else parsed whole."""
+    end = fields.find(_STATUS_FIELD, _SCORE_AT) if fields.startswith(b'{"score":') else -1
+    score = fields[_SCORE_AT:end]
+    if end > 0 and b"." in score and score.lstrip(b"-").replace(b".", b"").isdigit():
+        name_at = end + len(_STATUS_FIELD)
+        return float(score), int(_STATUS_BY_NAME[fields[name_at:fields.index(b'"', name_at)].decode()])
+    answer = orjson.loads(fields)
+    return answer["score"], int(_STATUS_BY_NAME[answer["status"]])
