@@ -86,6 +86,10 @@
                (bytes->path (car (regexp-match #rx#"^[^\0]*" buf))))])
     (current-directory cwd)
     (current-directory-for-user cwd))
+  ;; and its collection paths and links once, at start, from HOME: the child's HOME (container mode: that
+  ;; directory) names its user collections, as `racket main.rkt` started there finds them
+  (current-library-collection-links (find-library-collection-links))
+  (current-library-collection-paths (find-library-collection-paths))
   (current-command-line-arguments
    (list->vector (let loop ([i 1] [acc '()])       ; [0] is the source file: main.rkt, as -u says
                    (define s (ptr-ref got _string/utf-8 i))
