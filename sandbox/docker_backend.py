@@ -62,9 +62,10 @@ Container settings (each a line of :func:`container_settings`), and why:
   ``mem_limit`` = ``memswap_limit`` (no swap) = the execution's memory + scratch +
   a slack for the zygote and supervisor, updated per execution when the limits
   change (there is no cgroup the zygote could write inside the container). That
-  cgroup bounds the program's processes together; each process is held to
-  memory_mb of peak RSS, and an OOM kill in the container's cgroup (read-only
-  inside) is a memory verdict. RLIMIT_AS is only a loose backstop: it counts
+  cgroup is a ceiling; inside, the supervisor holds each process to memory_mb of
+  peak RSS and the program's processes together to memory_mb + scratch_mb (what the
+  container's memory.stat charges them: runtime/cgroups.ProgramMemory), and an OOM
+  kill in the container's cgroup (read-only inside) is a memory verdict. RLIMIT_AS is only a loose backstop: it counts
   address space, which threads reserve by the hundred MB, not memory.
   docker-init reaps orphans.
 

@@ -21,7 +21,11 @@ zygote for a limit, which the zygote clamps to the caps the host gave at start
 
 Docker backend: the container's own cgroup (mounted read-only by Docker) is the
 slot's; the host sets its limits. A only reads its OOM-kill and fork-refusal
-counters, so an OOM kill of B is a memory verdict there too.
+counters, so an OOM kill of B is a memory verdict there too. That cgroup also
+holds A, the zygote and the fork servers (and their slack), so A holds the program's
+processes *together* to memory_mb + scratch_mb itself: :class:`ProgramMemory` reads
+what the container's memory.stat charges for anonymous memory and tmpfs while B runs,
+less what it held when B started and less A's own growth.
 
 Stdlib only.
 """
@@ -37,6 +41,10 @@ ZYGOTE_PIDS = 2           # ... and in their pids cgroup (with a scratch holder 
 #: (limit file, counter file, counter key) of the memory controller, per cgroup version.
 _MEMORY = {"v1": ("memory.limit_in_bytes", "memory.oom_control", b"oom_kill"),
            "v2": ("memory.max", "memory.events", b"oom_kill")}
+#: memory.stat keys (bytes) of the memory a program's processes hold that reclaim cannot take back:
+#: anonymous memory and tmpfs/shared memory (page cache of files it reads is not the program's).
+_CHARGED = {"v1": (b"total_rss", b"total_shmem"), "v2": (b"anon", b"shmem")}
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class Cgroups:
@@ -103,7 +111,8 @@ class Cgroups:
         else:
             self.version, memory, pids = "v1", os.path.join(root, "memory"), os.path.join(root, "pids")
         for key, directory, name in (("mem_events", memory, _MEMORY[self.version][1]),
-                                     ("pids_events", pids, "pids.events")):
+                                     ("pids_events", pids, "pids.events"),
+                                     ("mem_stat", memory, "memory.stat")):
             try:
                 self.read[key] = _open(directory, name, os.O_RDONLY)
             except OSError:
@@ -168,6 +177,28 @@ class Cgroups:
         except (OSError, ValueError):
             return None
 
+    def charged_bytes(self) -> int | None:
+        """Container mode: the bytes of anonymous and shared memory the container's cgroup is charged
+        now (memory.stat), or None where that file could not be read."""
+        fd = self.read.get("mem_stat")
+        if fd is None:
+            return None
+        try:
+            data = os.pread(fd, 8192, 0)
+        except OSError:
+            return None
+        keys, total, found = _CHARGED.get(self.version, ()), 0, 0
+        for line in data.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] in keys:
+                total += int(parts[1])
+                found += 1
+        return total if found == len(keys) else None
+
+    def oom_kills(self) -> int:
+        """The memory cgroup's OOM-kill counter (0 without one)."""
+        return _field(self.read.get("mem_events"), _MEMORY.get(self.version, ("", "", b"oom_kill"))[2])
+
     def _read_counters(self) -> tuple[int, int]:
         return (_field(self.read.get("mem_events"), _MEMORY.get(self.version, ("", "", b"oom_kill"))[2]),
                 _field(self.read.get("pids_events"), b"max"))
@@ -212,3 +243,46 @@ def _field(fd: int | None, key: bytes) -> int:
         if len(parts) == 2 and parts[0] == key:
             return int(parts[1])
     return 0
+
+
+class ProgramMemory:
+    """Whether the program B started just after this was built went over its memory limit, as a whole.
+
+    Both modes: the memory cgroup's OOM-kill counter moved (the kernel killed one of the program's
+    processes -- often a child, while B itself sleeps on: that is still the program over its limit).
+    Container mode (``limit_bytes`` > 0) also: the cgroup there holds A, the zygote and the fork servers
+    too, with a slack, so its limit alone is loose. There the program's share is the growth of the
+    cgroup's charge for anonymous and shared memory since B started, less A's own growth (A reads B's
+    output and decodes its frames; the zygote and the servers hold still while B runs). Page cache is
+    not counted: reclaim takes it back."""
+
+    def __init__(self, cgroups: Cgroups, limit_bytes: int = 0) -> None:
+        self._cgroups = cgroups
+        self.limit_bytes = limit_bytes
+        self._oom_start = cgroups.oom_kills()
+        self._start = cgroups.charged_bytes() if limit_bytes > 0 else None
+        self._own_start = _own_anon_bytes() if self._start is not None else 0
+
+    def oom_killed(self) -> bool:
+        """The cgroup's OOM killer killed a process since B started."""
+        return self._cgroups.oom_kills() > self._oom_start
+
+    def used_bytes(self) -> int:
+        """Container mode: the program's share of the cgroup's charge now (0 where it cannot be read)."""
+        now = self._cgroups.charged_bytes() if self._start is not None else None
+        if now is None or self._start is None:
+            return 0
+        return now - self._start - (_own_anon_bytes() - self._own_start)
+
+    def over(self) -> bool:
+        return self.oom_killed() or (self._start is not None and self.used_bytes() > self.limit_bytes)
+
+
+def _own_anon_bytes() -> int:
+    """This process's resident memory that no file backs (statm: resident - shared pages)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            fields = f.read().split()
+        return (int(fields[1]) - int(fields[2])) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0

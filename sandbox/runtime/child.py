@@ -31,9 +31,13 @@ import select
 import signal
 import socket
 import time
+from typing import TYPE_CHECKING
 
 from . import framing
 from .forks import ForkClient, ZygoteGone  # noqa: F401 - re-exported for the supervisor
+
+if TYPE_CHECKING:
+    from .cgroups import ProgramMemory
 
 _READ = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
 DRAIN_S = 2.0
@@ -49,9 +53,11 @@ class Child:
     """One B, from A's side. Create with :func:`spawn`."""
 
     def __init__(self, forks: ForkClient, pid: int, pidfd: int | None, out_fd: int, err_fd: int,
-                 chan: socket.socket | None, cap: int, max_frame: int, cleanup=None, memory_kb: int = 0) -> None:
+                 chan: socket.socket | None, cap: int, max_frame: int, cleanup=None, memory_kb: int = 0,
+                 memory: ProgramMemory | None = None) -> None:
         self.forks, self.pid, self.pidfd = forks, pid, pidfd
         self.memory_kb = memory_kb     # > 0: watch B's resident set (container mode)
+        self.memory = memory           # the program's processes together (cgroups.ProgramMemory)
         self._cleanup = cleanup        # no PID namespace (container fallback): kill B's strays after it
         self.started = time.monotonic()
         self._next_rss = self.started + RSS_PERIOD_S
@@ -147,10 +153,11 @@ class Child:
         if remaining <= 0:
             self.kill("wall_time")
             raise Deadline()
-        if self.memory_kb and self.exit is None:
+        if (self.memory_kb or self.memory is not None) and self.exit is None:
             if now >= self._next_rss:
                 self._next_rss = now + RSS_PERIOD_S
-                if self._rss_kb() > self.memory_kb:
+                if (self.memory_kb and self._rss_kb() > self.memory_kb) \
+                        or (self.memory is not None and self.memory.over()):
                     self.kill("memory")
             remaining = min(remaining, self._next_rss - now)
         if want_write and self.chan is not None:
@@ -286,8 +293,11 @@ class Child:
 
 
 def spawn(forks: ForkClient, role: str, cfg: dict, *, stdin_data: bytes | None, channel: bool, cap: int,
-          max_frame: int, cleanup=None, memory_kb: int = 0) -> Child:
-    """Have the zygote fork a B running ``untrusted.main(role, cfg, fds)``; return A's handle."""
+          max_frame: int, cleanup=None, memory_kb: int = 0, memory: ProgramMemory | None = None) -> Child:
+    """Have the zygote fork a B running ``untrusted.main(role, cfg, fds)``; return A's handle.
+
+    B is killed for memory when its resident set passes ``memory_kb`` (container mode), or when
+    ``memory`` (built just before this call) says B's processes together went over their limit."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     a_sock = b_sock = None
@@ -308,7 +318,7 @@ def spawn(forks: ForkClient, role: str, cfg: dict, *, stdin_data: bytes | None, 
             os.close(fd)
         if b_sock is not None:
             b_sock.close()
-    return Child(forks, pid, pidfd, out_r, err_r, a_sock, cap, max_frame, cleanup, memory_kb)
+    return Child(forks, pid, pidfd, out_r, err_r, a_sock, cap, max_frame, cleanup, memory_kb, memory)
 
 
 _DEVNULL: list[int] = []

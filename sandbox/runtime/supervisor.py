@@ -32,7 +32,7 @@ import time
 import traceback
 
 from . import check_split, codec, framing, harness, scratch_files
-from .cgroups import Cgroups
+from .cgroups import Cgroups, ProgramMemory
 from .child import Child, Deadline, ForkClient, ZygoteGone, spawn
 from .isolation import SlotInfo, b_config
 
@@ -101,9 +101,13 @@ class Supervisor:
         cap = int(limits["output_bytes"])
         watch = self.slot.memory_cgroup and not self.cgroups.manages_programs     # container mode: see _over_memory
         memory_kb = int(cfg.get("memory_mb") or cfg["limits"]["memory_mb"]) * 1024 if watch else 0
+        # B's processes together may hold memory_mb + scratch_mb: the process backend's programs cgroup is
+        # that limit (an OOM kill in it ends the program); in container mode the container's limit also
+        # counts A, the zygote and a slack, so A watches the program's share itself.
+        memory = ProgramMemory(self.cgroups, (memory_kb + int(limits["scratch_mb"]) * 1024) * 1024 if watch else 0)
         max_frame = kw.pop("max_frame", max(16 << 20, 4 * cap))
         return spawn(forks, role, cfg, cap=cap, max_frame=max_frame, cleanup=self.cleanup, memory_kb=memory_kb,
-                     **kw)
+                     memory=memory, **kw)
 
     def _after_b(self, pid: int) -> None:
         """B is dead; did it leave processes behind? Then sweep the slot uid (kill(-1) as that uid).
@@ -195,9 +199,10 @@ class Supervisor:
     def _process_info(self, child: Child, limits: dict) -> dict:
         """How B ended and which limit (if any) ended it."""
         sig = child.signal
-        oom = forks_refused = False
-        if sig is not None or child.exit_code:
-            oom, forks_refused = self.cgroups.limit_events()
+        _oom, forks_refused = self.cgroups.limit_events()     # read every time: counts since the last B
+        forks_refused = forks_refused and (sig is not None or bool(child.exit_code))
+        # An OOM kill of any of the program's processes since B started (a child's too, B exiting 0 after).
+        oom = child.memory is not None and child.memory.oom_killed()
         cpu_limit = max(1, -(-float(limits["cpu_s"]) // 1))
         if child.killed_for == "wall_time" and sig == signal.SIGKILL:     # not if B died on its own first
             limit = "wall_time"

@@ -35,6 +35,32 @@ ADD_CHECK = textwrap.dedent("""\
 """)
 FAST = Limits(wall_s=5, cpu_s=5)
 
+#: Six children of 100 MB each: every process stays under memory_mb, the program's processes together do not.
+CHILDREN_OVER_TOGETHER = """\
+import os, time
+for _ in range(6):
+    if os.fork() == 0:
+        hog = bytearray(b"\\x01") * (100 << 20)
+        time.sleep(60)
+        os._exit(0)
+time.sleep(60)
+"""
+#: Three children of 60 MB and a 20 MB file in the scratch directory: within memory_mb + scratch_mb together.
+CHILDREN_WITHIN_TOGETHER = """\
+import os
+with open("data.bin", "wb") as f:
+    f.write(b"x" * (20 << 20))
+kids = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        hog = bytearray(b"\\x01") * (60 << 20)
+        os._exit(0 if hog[-1] == 1 else 1)
+    kids.append(pid)
+print(all(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0 for pid in kids))
+"""
+TOGETHER_LIMITS = Limits(wall_s=20.0, cpu_s=20.0, memory_mb=256, scratch_mb=32, file_size_mb=32, max_processes=32)
+
 
 def humaneval(code: str, check: str = ADD_CHECK, entry_point: str = "add", **kw) -> ExecutionRequest:
     return ExecutionRequest(code=code, style=Style.HUMANEVAL, check_code=check, entry_point=entry_point,
@@ -153,6 +179,18 @@ def test_memory_limit_stops_a_large_allocation(docker_executor):
     code = "def add(a, b):\n    x = bytearray(1 << 31)\n    return a + b\n"
     result = docker_executor.execute(humaneval(code, limits=Limits(wall_s=5, memory_mb=256)))
     assert result.verdict in (Verdict.MEMORY_LIMIT, Verdict.RUNTIME_ERROR), result
+
+
+def test_a_programs_processes_are_held_to_its_memory_limit_together(docker_executor):
+    # The container's cgroup also holds the supervisor, the zygote, the fork servers and a slack (hundreds
+    # of MB over memory_mb): the supervisor itself holds the program's processes to memory_mb + scratch_mb.
+    result = docker_executor.execute(stdio(CHILDREN_OVER_TOGETHER, [("", "")], limits=TOGETHER_LIMITS))
+    assert result.verdict is Verdict.MEMORY_LIMIT, result
+
+
+def test_a_program_within_its_memory_limit_across_processes_is_accepted(docker_executor):
+    result = docker_executor.execute(stdio(CHILDREN_WITHIN_TOGETHER, [("", "True\n")], limits=TOGETHER_LIMITS))
+    assert result.verdict is Verdict.ACCEPTED, result
 
 
 # -- containers: reuse, replacement, clean-up ------------------------------------------------------

@@ -31,6 +31,32 @@ pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bu
               pytest.mark.timeout(120)]
 
 FAST = Limits(wall_s=3.0, cpu_s=3.0, memory_mb=256, scratch_mb=16, output_bytes=4096)
+
+#: Six children of 100 MB each: every process stays under memory_mb, the program's processes together do not.
+CHILDREN_OVER_TOGETHER = """\
+import os, time
+for _ in range(6):
+    if os.fork() == 0:
+        hog = bytearray(b"\\x01") * (100 << 20)
+        time.sleep(60)
+        os._exit(0)
+time.sleep(60)
+"""
+#: Three children of 60 MB and a 20 MB file in the scratch directory: within memory_mb + scratch_mb together.
+CHILDREN_WITHIN_TOGETHER = """\
+import os
+with open("data.bin", "wb") as f:
+    f.write(b"x" * (20 << 20))
+kids = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        hog = bytearray(b"\\x01") * (60 << 20)
+        os._exit(0 if hog[-1] == 1 else 1)
+    kids.append(pid)
+print(all(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0 for pid in kids))
+"""
+TOGETHER_LIMITS = Limits(wall_s=20.0, cpu_s=20.0, memory_mb=256, scratch_mb=32, file_size_mb=32, max_processes=32)
 ADD = "def add(a, b):\n    return a + b\n"
 ADD_CHECK = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n" \
             "    assert candidate(10, 5) == 15\n"
@@ -340,6 +366,15 @@ def test_memory_limit(executor):
                                limits=Limits(memory_mb=128)))
     assert r.verdict is Verdict.MEMORY_LIMIT and r.limit_hit is LimitHit.MEMORY
 
+
+def test_a_programs_processes_are_held_to_its_memory_limit_together(executor):
+    r = executor.execute(stdio(CHILDREN_OVER_TOGETHER, [("", "")], limits=TOGETHER_LIMITS))
+    assert r.verdict is Verdict.MEMORY_LIMIT, r
+
+
+def test_a_program_within_its_memory_limit_across_processes_is_accepted(executor):
+    r = executor.execute(stdio(CHILDREN_WITHIN_TOGETHER, [("", "True\n")], limits=TOGETHER_LIMITS))
+    assert r.verdict is Verdict.ACCEPTED, r
 
 def test_memory_limit_in_a_humaneval_candidate(executor):
     r = executor.execute(humaneval("def add(a, b):\n    return len(bytearray(900 << 20))\n",

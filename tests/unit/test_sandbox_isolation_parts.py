@@ -18,7 +18,7 @@ import pytest
 from sandbox import slot_cgroups
 from sandbox.process_backend import PYTHON_IN_SANDBOX, RUNTIME_IN_SANDBOX, ProcessSandboxConfig, bwrap_command
 from sandbox.runtime import forks, seccomp, untrusted, zygote
-from sandbox.runtime.cgroups import ZYGOTE_PIDS, ZYGOTE_SLACK_MB, Cgroups
+from sandbox.runtime.cgroups import ZYGOTE_PIDS, ZYGOTE_SLACK_MB, Cgroups, ProgramMemory
 from sandbox.slot_cgroups import SUPERVISOR_PIDS, SlotCgroups, hierarchies
 
 X86_64 = 0xC000003E
@@ -259,3 +259,43 @@ def test_fork_servers_are_named_to_the_zygote_by_the_host_as_root_only():
     named = json.loads(cmd[cmd.index("--fork-servers") + 1])
     assert named == {"ruby": ["ruby", f"{RUNTIME_IN_SANDBOX}/fork_server.rb"]}
     assert "--fork-servers" not in bwrap_command(config, 0, [], False, [(7, "zygote.py")], servers)   # user namespace
+
+
+# -- the container's cgroup seen from A: the program's memory as a whole -----------------------------
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_program_memory_counts_the_growth_of_anonymous_and_shared_memory_and_oom_kills(tmp_path, version):
+    memory = tmp_path / "memory" if version == "v1" else tmp_path
+    memory.mkdir(exist_ok=True)
+    anon, shmem = (b"total_rss", b"total_shmem") if version == "v1" else (b"anon", b"shmem")
+    events = memory / ("memory.oom_control" if version == "v1" else "memory.events")
+    stat = memory / "memory.stat"
+
+    def charge(anon_mb: int, shmem_mb: int, file_mb: int = 0, oom: int = 0) -> None:
+        # pread on the open descriptor sees each rewrite: write in place, same inode
+        with open(stat, "r+b" if stat.exists() else "wb") as f:
+            f.truncate(0)
+            f.write(b"cache %d\n%s %d\n%s %d\n" % (file_mb << 20, anon, anon_mb << 20, shmem, shmem_mb << 20))
+        with open(events, "r+b" if events.exists() else "wb") as f:
+            f.truncate(0)
+            f.write(b"oom_kill_disable 0\noom_kill %d\n" % oom)
+
+    charge(anon_mb=300, shmem_mb=10)
+    cgroups = Cgroups.for_container(str(tmp_path))
+    try:
+        watch = ProgramMemory(cgroups, limit_bytes=100 << 20)
+        assert not watch.over()
+        charge(anon_mb=350, shmem_mb=40, file_mb=900)            # +80 MB: page cache does not count
+        assert not watch.over() and 75 << 20 < watch.used_bytes() < 85 << 20
+        charge(anon_mb=380, shmem_mb=40)                          # +110 MB
+        assert watch.over() and not watch.oom_killed()
+        charge(anon_mb=300, shmem_mb=10, oom=1)                   # back down, but the kernel killed one
+        assert watch.over() and watch.oom_killed()
+        assert not ProgramMemory(cgroups).over()                  # a new B starts from the counter as it is
+    finally:
+        cgroups.close_all()
+
+
+def test_program_memory_without_a_memory_cgroup_never_fires(tmp_path):
+    cgroups = Cgroups.for_container(str(tmp_path))                # no memory.stat, no events
+    watch = ProgramMemory(cgroups, limit_bytes=1)
+    assert not watch.over() and watch.used_bytes() == 0
