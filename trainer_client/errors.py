@@ -10,7 +10,8 @@ Client errors (re-exported from :mod:`reward_core.clients.errors`):
   RESOURCE_EXHAUSTED: its queue is full; UNAUTHENTICATED / PERMISSION_DENIED: the token), with what it said;
 * :class:`CallFailed`: a call failed with any other code (their base; INTERNAL: the server log has the traceback).
 
-Each of the last three is also a ``grpc.RpcError`` with the server's ``code()`` and ``details()``.
+Each of the last three, and ServerUnavailable (``code()`` UNAVAILABLE), is also a ``grpc.RpcError`` with
+the call's ``code()`` and ``details()``.
 
 The trainer's own (each a :class:`TrainerError`, and also the built-in kind it is):
 

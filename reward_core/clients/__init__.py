@@ -12,12 +12,13 @@
 Each opens one channel with the core's factory (:class:`~reward_core.channel_config.ChannelConfig`:
 retries of UNAVAILABLE by gRPC's own retry policy, keepalive, message sizes, TLS and token) and
 speaks the core's dataclasses; only these modules touch the generated stubs. An endpoint where
-nothing answers is :class:`~reward_core.clients.errors.EndpointUnreachable` within seconds; a
-reward server that went away with no other replica is
-:class:`~reward_core.clients.errors.ServerUnavailable` within seconds. Any other failed call raises
-:class:`~reward_core.clients.errors.CallTimedOut` (DEADLINE_EXCEEDED), :class:`~reward_core.clients.errors.CallRejected`
-(a refusal: INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAUTHENTICATED, ...) or
-:class:`~reward_core.clients.errors.CallFailed` (other codes), each a ``grpc.RpcError`` too.
+nothing answers is :class:`~reward_core.clients.errors.EndpointUnreachable` within seconds. Every
+client's failed call raises the same exception for the same status code, naming the endpoint:
+:class:`~reward_core.clients.errors.ServerUnavailable` (UNAVAILABLE: the server went away or drains,
+and no other replica took the call; within seconds), :class:`~reward_core.clients.errors.CallTimedOut`
+(DEADLINE_EXCEEDED), :class:`~reward_core.clients.errors.CallRejected` (a refusal: INVALID_ARGUMENT,
+RESOURCE_EXHAUSTED, UNAUTHENTICATED, ...) or :class:`~reward_core.clients.errors.CallFailed` (other codes),
+each a ``grpc.RpcError`` too, with the call's ``code()`` and ``details()``.
 """
 
 from reward_core.clients.batching import GroupResult

@@ -25,6 +25,7 @@ import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from reward_core.channel_config import ChannelConfig
+from reward_core.channel_security import ClientSecurity, open_channel
 from reward_core.clients.errors import EndpointUnreachable
 from reward_core.grpc_common import CLIENT_ID_METADATA_KEY
 
@@ -70,14 +71,16 @@ def _host_port(target: str) -> tuple[str, int] | None:
 
 
 class Diagnosis(str):
-    """Why nothing answers; ``final`` when retrying cannot help (refused, unresolvable)."""
+    """Why nothing answers; ``final`` when retrying cannot help (refused, unresolvable); ``accepted``
+    when the port accepts TCP connections."""
 
     final: bool = False
+    accepted: bool = False
 
 
-def _diagnosis(text: str, final: bool) -> Diagnosis:
+def _diagnosis(text: str, final: bool, accepted: bool = False) -> Diagnosis:
     out = Diagnosis(text)
-    out.final = final
+    out.final, out.accepted = final, accepted
     return out
 
 
@@ -102,13 +105,41 @@ def diagnose(target: str, timeout_s: float = PROBE_TIMEOUT_S) -> Diagnosis:
         return _diagnosis(f"cannot open a TCP connection to {host}:{port}: {exc.strerror or exc}", True)
     return _diagnosis(f"{host}:{port} accepts TCP connections but no gRPC server answered "
                       "(not this service's port, or a TLS/plaintext mismatch: check --tls-ca / the server's TLS)",
-                      False)
+                      False, accepted=True)
 
 
-def wait_connected(channel: grpc.Channel, target: str, timeout_s: float, service: str = "server") -> None:
+def _health_status(target: str, security: ClientSecurity | None, timeout_s: float) -> str | None:
+    """The name of the status the standard health check answers at ``target``; None when none came."""
+    channel = open_channel(target, (), security)
+    try:
+        reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=timeout_s)
+    except grpc.RpcError:
+        return None
+    finally:
+        channel.close()
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+
+def explain(target: str, security: ClientSecurity | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> Diagnosis:
+    """:func:`diagnose`, and where the port accepts TCP, whether the server there says NOT_SERVING: a channel
+    sends no calls to such a server (draining, or not ready yet), so it never connects."""
+    reason = diagnose(target, timeout_s)
+    address = _host_port(target)
+    if not reason.accepted or address is None:
+        return reason
+    host, port = address
+    status = _health_status(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", security, timeout_s)
+    if status is None or status == "SERVING":
+        return reason
+    return _diagnosis(f"{host}:{port} answers, but its health check says {status}: the server is draining "
+                      "(shutting down) or not ready yet, and no other replica answered", False, accepted=True)
+
+
+def wait_connected(channel: grpc.Channel, target: str, timeout_s: float, service: str = "server",
+                   security: ClientSecurity | None = None) -> None:
     """Returns once ``channel`` is connected; raises EndpointUnreachable (saying why) when it cannot be:
     at once when a failed attempt is explained for good (connection refused, a name that does not
-    resolve), else after ``timeout_s``."""
+    resolve), else after ``timeout_s`` (:func:`explain`, probing with ``security``)."""
     deadline = time.monotonic() + timeout_s
     changed = threading.Condition()
     state: list[grpc.ChannelConnectivity] = []
@@ -140,11 +171,11 @@ def wait_connected(channel: grpc.Channel, target: str, timeout_s: float, service
                 changed.wait(left)
     finally:
         channel.unsubscribe(on_change)
-    raise EndpointUnreachable(target, diagnose(target), service)
+    raise EndpointUnreachable(target, explain(target, security), service)
 
 
 async def aio_wait_connected(channel: grpc.aio.Channel, target: str, timeout_s: float,
-                             service: str = "server") -> None:
+                             service: str = "server", security: ClientSecurity | None = None) -> None:
     """The asyncio counterpart of :func:`wait_connected`."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -156,7 +187,7 @@ async def aio_wait_connected(channel: grpc.aio.Channel, target: str, timeout_s: 
                 raise EndpointUnreachable(target, reason, service)
         left = deadline - loop.time()
         if left <= 0:
-            raise EndpointUnreachable(target, await loop.run_in_executor(None, diagnose, target), service)
+            raise EndpointUnreachable(target, await loop.run_in_executor(None, explain, target, security), service)
         try:
             await asyncio.wait_for(channel.wait_for_state_change(state), left)
         except TimeoutError:
@@ -188,6 +219,7 @@ class _ConnectOnce:
     before its peer wants)."""
 
     endpoint: str
+    channel_config: ChannelConfig
     connect_timeout_s: float | None = None
     _connected: bool = True
     _service_label: str = "server"
@@ -221,7 +253,8 @@ class BlockingChannelOwner(_ConnectOnce):
         """Waits for a connection (at most ``timeout_s``, default ``connect_timeout_s`` or 10 s);
         raises EndpointUnreachable saying why none came. Calls do this once, before the first."""
         with self._connect_lock:
-            wait_connected(self._channel, self.endpoint, self._connect_limit(timeout_s), self._service_label)
+            wait_connected(self._channel, self.endpoint, self._connect_limit(timeout_s), self._service_label,
+                           self.channel_config.security)
             self._connected = True
 
     def _ensure_connected(self) -> None:
@@ -250,7 +283,8 @@ class AsyncChannelOwner(_ConnectOnce):
 
     async def check_connection(self, timeout_s: float | None = None) -> None:
         """Async counterpart of BlockingChannelOwner.check_connection."""
-        await aio_wait_connected(self._channel, self.endpoint, self._connect_limit(timeout_s), self._service_label)
+        await aio_wait_connected(self._channel, self.endpoint, self._connect_limit(timeout_s), self._service_label,
+                                 self.channel_config.security)
         self._connected = True
 
     async def _ensure_connected(self) -> None:

@@ -151,7 +151,7 @@ class EnvironmentClient(connection.AsyncChannelOwner):
         except grpc.RpcError as exc:
             call.cancel()
             if exc.code() is grpc.StatusCode.UNAVAILABLE:
-                raise ServerUnavailable(self.endpoint, exc.details() or "", _SERVICE_LABEL) from None
+                raise ServerUnavailable(self.endpoint, exc.details() or "", _SERVICE_LABEL, exc) from None
             raise EpisodeError(EpisodeStatus.ERROR, f"opening the episode at {self.endpoint} failed "
                                                     f"({_rpc_detail(exc)})") from None
         except BaseException:

@@ -3,9 +3,13 @@
 ``EndpointUnreachable`` is raised within seconds when nothing answers at the address (a closed
 port, a name that does not resolve, a host that drops packets, a port that speaks something other
 than gRPC), instead of a call waiting out its whole deadline and ending in a bare
-``DEADLINE_EXCEEDED``. ``ServerUnavailable`` is raised within seconds when a server that was
-connected went away (it drains on SIGTERM, or has shut down) and no other replica took the call.
-Both are ``ConnectionError``s, so ``except OSError`` catches them too.
+``DEADLINE_EXCEEDED``. ``ServerUnavailable`` is raised within seconds when a call is answered
+UNAVAILABLE after the channel's retries: the server that was connected went away (it drains on
+SIGTERM, or has shut down) and no other replica took the call. Both are ``ConnectionError``s, so
+``except OSError`` catches them too. ``ServerUnavailable``, the answer of a call, is also a
+``grpc.RpcError`` whose ``code()`` is UNAVAILABLE and ``details()`` gRPC's own words, so code that
+catches ``grpc.RpcError`` and reads the code (a front door answering 503) keeps working;
+``EndpointUnreachable`` comes from the connect check before any call, and is not.
 
 Any other failed call is said in our words too, naming the endpoint: :class:`CallTimedOut`
 (DEADLINE_EXCEEDED, naming the ``timeout_s`` that bounded the call and what to change; a
@@ -36,13 +40,37 @@ class EndpointUnreachable(ClientError, ConnectionError):
         super().__init__(f"cannot connect to the {service} at {endpoint}: {reason}")
 
 
-class ServerUnavailable(ClientError, ConnectionError):
-    """The server at ``endpoint`` answered UNAVAILABLE (draining) or went away, and no other replica
-    took the call. The message says so in our words (:func:`unavailable_message`); ``detail`` keeps
-    gRPC's raw last word (e.g. ``server is draining``, ``... Failed to connect ...: Connection refused``)."""
+class _RpcStatus(grpc.RpcError):
+    """The ``grpc.RpcError`` face of a client exception: the status code and message the call ended
+    with, and the raw error's trailing metadata."""
 
-    def __init__(self, endpoint: str, detail: str, service: str = "server") -> None:
+    _code: grpc.StatusCode
+    _details: str
+    _raw: grpc.RpcError | None = None
+
+    def code(self) -> grpc.StatusCode:
+        """The status code the call ended with."""
+        return self._code
+
+    def details(self) -> str:
+        """The server's (or gRPC's) own message."""
+        return self._details
+
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        """The raw error's trailing metadata (e.g. a retry hint), () when none."""
+        trailing = getattr(self._raw, "trailing_metadata", None)
+        return tuple(trailing() or ()) if callable(trailing) else ()
+
+
+class ServerUnavailable(ClientError, ConnectionError, _RpcStatus):
+    """The server at ``endpoint`` answered UNAVAILABLE (draining) or went away, and no other replica
+    took the call. The message says so in our words (:func:`unavailable_message`); ``detail`` (and
+    ``details()``) keeps gRPC's raw last word (e.g. ``server is draining``, ``... Failed to connect ...:
+    Connection refused``); ``code()`` is UNAVAILABLE."""
+
+    def __init__(self, endpoint: str, detail: str, service: str = "server", raw: grpc.RpcError | None = None) -> None:
         self.endpoint, self.detail, self.service = endpoint, detail, service
+        self._code, self._details, self._raw = grpc.StatusCode.UNAVAILABLE, detail, raw
         super().__init__(unavailable_message(endpoint, detail, service))
 
 
@@ -58,7 +86,7 @@ def unavailable_message(endpoint: str, detail: str, service: str = "server") -> 
     return f"the {service} at {endpoint} is unavailable: {what}, and no other replica answered"
 
 
-class CallFailed(ClientError, grpc.RpcError):
+class CallFailed(ClientError, _RpcStatus):
     """A call the server answered with an error status, said in our words (the base of
     :class:`CallTimedOut` and :class:`CallRejected`; raised as itself for the other codes: INTERNAL, a
     server bug with the server log holding the traceback; UNIMPLEMENTED, an older server...).
@@ -71,19 +99,6 @@ class CallFailed(ClientError, grpc.RpcError):
                  service: str = "server", raw: grpc.RpcError | None = None) -> None:
         self.endpoint, self.service, self._code, self._details, self._raw = endpoint, service, code, details, raw
         super().__init__(message or f"the {service} at {endpoint} failed the call: {code.name}: {details}")
-
-    def code(self) -> grpc.StatusCode:
-        """The status code the call ended with."""
-        return self._code
-
-    def details(self) -> str:
-        """The server's (or gRPC's) own message."""
-        return self._details
-
-    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
-        """The raw error's trailing metadata (e.g. a retry hint), () when none."""
-        trailing = getattr(self._raw, "trailing_metadata", None)
-        return tuple(trailing() or ()) if callable(trailing) else ()
 
 
 class CallTimedOut(CallFailed, TimeoutError):
@@ -135,16 +150,16 @@ def rpc_details(exc: BaseException) -> str:
 
 
 def typed_call_error(exc: grpc.RpcError, endpoint: str, timeout_s: float, service: str = "server",
-                     advice: str = "", unavailable: bool = True) -> BaseException:
+                     advice: str = "") -> BaseException:
     """The client exception for a failed call's raw ``exc`` (raise it ``from exc``): ServerUnavailable for
-    UNAVAILABLE (``unavailable`` False: ``exc`` itself, for callers that relay or map that code), CallTimedOut
-    naming ``timeout_s`` (``advice`` completes "raise timeout_s, ..."), CallRejected for a refusal, else
-    CallFailed. An error that is already the clients' own comes back as it is."""
+    UNAVAILABLE, CallTimedOut naming ``timeout_s`` (``advice`` completes "raise timeout_s, ..."), CallRejected
+    for a refusal, else CallFailed; each keeps ``exc``'s code() and details(). An error that is already the
+    clients' own comes back as it is."""
     if isinstance(exc, ClientError):
         return exc
     code, details = rpc_code(exc), rpc_details(exc)
     if code is grpc.StatusCode.UNAVAILABLE:
-        return ServerUnavailable(endpoint, details, service) if unavailable else exc
+        return ServerUnavailable(endpoint, details, service, exc)
     if code is grpc.StatusCode.DEADLINE_EXCEEDED:
         return CallTimedOut(endpoint, details, timeout_s, service, advice, exc)
     if code in _REFUSALS:
@@ -153,13 +168,12 @@ def typed_call_error(exc: grpc.RpcError, endpoint: str, timeout_s: float, servic
 
 
 @contextlib.contextmanager
-def typed_errors(endpoint: str, timeout_s: float, service: str = "server", advice: str = "",
-                 unavailable: bool = True) -> Iterator[None]:
+def typed_errors(endpoint: str, timeout_s: float, service: str = "server", advice: str = "") -> Iterator[None]:
     """Raises a gRPC error from the block as :func:`typed_call_error` says, the raw error as ``__cause__``."""
     try:
         yield
     except grpc.RpcError as exc:
-        typed = typed_call_error(exc, endpoint, timeout_s, service, advice, unavailable)
+        typed = typed_call_error(exc, endpoint, timeout_s, service, advice)
         if typed is exc:
             raise
         raise typed from exc

@@ -35,7 +35,8 @@ clients' own exceptions (:mod:`reward_core.clients.errors`), in our words: DEADL
 :class:`~reward_core.clients.errors.CallTimedOut` (naming ``timeout_s`` and what to change), a refusal
 (INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAUTHENTICATED, ...) :class:`~reward_core.clients.errors.CallRejected`
 (with what the server said), any other code :class:`~reward_core.clients.errors.CallFailed`. Each is also a
-``grpc.RpcError`` whose ``code()`` and ``details()`` are the server's.
+``grpc.RpcError`` whose ``code()`` and ``details()`` are the server's, and so is ServerUnavailable (``code()``
+UNAVAILABLE).
 """
 
 from __future__ import annotations
@@ -137,13 +138,10 @@ class _ClientBase:
         timeout = self.item_timeout_s if item_timeout_s is None else item_timeout_s
         return convert.score_request_to_proto(rollouts, request_id or self._new_id(), timeout)
 
-    @contextlib.contextmanager
-    def _typed_errors(self, unavailable: bool = True) -> Iterator[None]:
+    def _typed_errors(self) -> contextlib.AbstractContextManager[None]:
         """A failed call as the clients' own exception (``typed_call_error``): UNAVAILABLE (no replica took
-        the call: draining, shut down) as ServerUnavailable (``unavailable`` False: left as it is),
-        DEADLINE_EXCEEDED as CallTimedOut, ..."""
-        with typed_errors(self.endpoint, self.timeout_s, "reward service", _TIMEOUT_ADVICE, unavailable):
-            yield
+        the call: draining, shut down) as ServerUnavailable, DEADLINE_EXCEEDED as CallTimedOut, ..."""
+        return typed_errors(self.endpoint, self.timeout_s, "reward service", _TIMEOUT_ADVICE)
 
     def _unverified_reason(self, exc: grpc.RpcError) -> str:
         return "not verified: " + unavailable_message(self.endpoint, rpc_details(exc), "reward service")
@@ -215,12 +213,12 @@ class RewardClient(_ClientBase, connection.BlockingChannelOwner):
         (the server answers INVALID_ARGUMENT), no resending of rollouts handed back unverified.
 
         For front ends that relay a request; ``item_timeout_s`` None: the client's. A failed call raises
-        the clients' own exception, a ``grpc.RpcError`` with the server's ``code()`` and ``details()``
-        (UNAVAILABLE stays gRPC's own error, for the relay to answer as it is).
+        the clients' own exception (UNAVAILABLE: ServerUnavailable), each a ``grpc.RpcError`` with the
+        server's ``code()`` and ``details()``, for the relay to answer with that code.
         """
         self._ensure_connected()
         request = self._once_request(rollouts, request_id, item_timeout_s)
-        with self._typed_errors(unavailable=False):
+        with self._typed_errors():
             return self._score(request, self.timeout_s)
 
     def list_tasks(self) -> list[TaskInfo]:
@@ -297,7 +295,7 @@ class AsyncRewardClient(_ClientBase, connection.AsyncChannelOwner):
         """Async counterpart of RewardClient.score_once (not bounded by ``max_concurrency``)."""
         await self._ensure_connected()
         request = self._once_request(rollouts, request_id, item_timeout_s)
-        with self._typed_errors(unavailable=False):
+        with self._typed_errors():
             return await self._score(request, self.timeout_s)
 
     async def list_tasks(self) -> list[TaskInfo]:

@@ -15,7 +15,8 @@ exceptions (:mod:`reward_core.clients.errors`), each also a ``grpc.RpcError`` wh
 server or ``score_steps`` on a Bradley-Terry one), :class:`~reward_core.clients.errors.CallTimedOut` for
 DEADLINE_EXCEEDED (naming ``timeout_s``), :class:`~reward_core.clients.errors.CallFailed` for other codes.
 UNAVAILABLE (loading or draining) is retried by the channel's own retry policy (``ChannelConfig``), up to
-``max_attempts``, then raised as gRPC's own ``grpc.RpcError``.
+``max_attempts``, then raised as :class:`~reward_core.clients.errors.ServerUnavailable`. Once connected, a
+call made while no replica is ready fails within the retries' backoffs instead of waiting out ``timeout_s``.
 The server merges concurrent calls into batches, so small calls cost little.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from typing import Any
 
 from reward.v1 import reward_model_pb2 as pb
 from reward.v1 import reward_model_pb2_grpc
@@ -102,10 +104,15 @@ class _Base:
     def _deadline(self, timeout_s: float | None) -> float:
         return self.timeout_s if timeout_s is None else connection.check_timeout(timeout_s)
 
+    def _call_options(self, timeout_s: float | None = None) -> dict[str, Any]:
+        """A call's deadline (``timeout_s`` None: the client's), metadata and ``wait_for_ready`` (False once
+        connected: fail fast)."""
+        return {"timeout": timeout_s or self.timeout_s, "metadata": self._metadata,
+                "wait_for_ready": self._wait_for_ready}
+
     def _typed_errors(self, timeout_s: float | None = None) -> contextlib.AbstractContextManager[None]:
-        """A failed call as the clients' own exception (UNAVAILABLE left as gRPC's)."""
-        return typed_errors(self.endpoint, timeout_s or self.timeout_s, "reward-model service", _TIMEOUT_ADVICE,
-                            unavailable=False)
+        """A failed call as the clients' own exception (UNAVAILABLE as ServerUnavailable)."""
+        return typed_errors(self.endpoint, timeout_s or self.timeout_s, "reward-model service", _TIMEOUT_ADVICE)
 
 
 class RewardModelClient(_Base, connection.BlockingChannelOwner):
@@ -126,21 +133,21 @@ class RewardModelClient(_Base, connection.BlockingChannelOwner):
         """The reward model's score of each (prompt, completion) pair, in order."""
         self._ensure_connected()
         with self._typed_errors():
-            reply = self._stub.Score(_score_request(pairs), timeout=self.timeout_s, metadata=self._metadata)
+            reply = self._stub.Score(_score_request(pairs), **self._call_options())
         return _score_reply(self.endpoint, reply, len(pairs))
 
     def score_steps(self, items: Sequence[StepsItem]) -> ScoreStepsReply:
         """A process reward model's P(step is correct) for each step of each (prompt, steps) item."""
         self._ensure_connected()
         with self._typed_errors():
-            reply = self._stub.ScoreSteps(_steps_request(items), timeout=self.timeout_s, metadata=self._metadata)
+            reply = self._stub.ScoreSteps(_steps_request(items), **self._call_options())
         return _steps_reply(self.endpoint, reply, len(items))
 
     def info(self) -> RewardModelInfo:
         """The checkpoint being served and the server's settings."""
         self._ensure_connected()
         with self._typed_errors():
-            reply = self._stub.Info(pb.InfoRequest(), timeout=self.timeout_s, metadata=self._metadata)
+            reply = self._stub.Info(pb.InfoRequest(), **self._call_options())
         return _info_reply(reply)
 
     def reload(self, checkpoint_path: str, timeout_s: float | None = None) -> ReloadReply:
@@ -148,8 +155,8 @@ class RewardModelClient(_Base, connection.BlockingChannelOwner):
         self._ensure_connected()
         deadline = self._deadline(timeout_s)
         with self._typed_errors(deadline):
-            reply = self._stub.Reload(pb.ReloadRequest(checkpoint_path=checkpoint_path), timeout=deadline,
-                                      metadata=self._metadata)
+            request = pb.ReloadRequest(checkpoint_path=checkpoint_path)
+            reply = self._stub.Reload(request, **self._call_options(deadline))
         return _reload_reply(reply)
 
 
@@ -168,26 +175,25 @@ class AsyncRewardModelClient(_Base, connection.AsyncChannelOwner):
     async def score(self, pairs: Sequence[Pair]) -> ScoreReply:
         await self._ensure_connected()
         with self._typed_errors():
-            reply = await self._stub.Score(_score_request(pairs), timeout=self.timeout_s, metadata=self._metadata)
+            reply = await self._stub.Score(_score_request(pairs), **self._call_options())
         return _score_reply(self.endpoint, reply, len(pairs))
 
     async def score_steps(self, items: Sequence[StepsItem]) -> ScoreStepsReply:
         await self._ensure_connected()
         with self._typed_errors():
-            reply = await self._stub.ScoreSteps(_steps_request(items), timeout=self.timeout_s,
-                                                metadata=self._metadata)
+            reply = await self._stub.ScoreSteps(_steps_request(items), **self._call_options())
         return _steps_reply(self.endpoint, reply, len(items))
 
     async def info(self) -> RewardModelInfo:
         await self._ensure_connected()
         with self._typed_errors():
-            reply = await self._stub.Info(pb.InfoRequest(), timeout=self.timeout_s, metadata=self._metadata)
+            reply = await self._stub.Info(pb.InfoRequest(), **self._call_options())
         return _info_reply(reply)
 
     async def reload(self, checkpoint_path: str, timeout_s: float | None = None) -> ReloadReply:
         await self._ensure_connected()
         deadline = self._deadline(timeout_s)
         with self._typed_errors(deadline):
-            reply = await self._stub.Reload(pb.ReloadRequest(checkpoint_path=checkpoint_path), timeout=deadline,
-                                            metadata=self._metadata)
+            request = pb.ReloadRequest(checkpoint_path=checkpoint_path)
+            reply = await self._stub.Reload(request, **self._call_options(deadline))
         return _reload_reply(reply)

@@ -14,8 +14,10 @@ also a ``grpc.RpcError`` whose ``code()`` and ``details()`` are the server's:
 unusable (unknown language, no tests, limits above its caps; a known language whose toolchain it lacks:
 details starting ``UNSUPPORTED_LANGUAGE:``), and RESOURCE_EXHAUSTED, its queue full;
 :class:`~reward_core.clients.errors.CallTimedOut` for DEADLINE_EXCEEDED (naming ``timeout_s``);
-:class:`~reward_core.clients.errors.CallFailed` for other codes. UNAVAILABLE (retried by the channel's own
-retry policy, up to ``max_attempts``) while it drains stays gRPC's own ``grpc.RpcError``. A request
+:class:`~reward_core.clients.errors.CallFailed` for other codes; UNAVAILABLE (retried by the channel's own
+retry policy, up to ``max_attempts``) is :class:`~reward_core.clients.errors.ServerUnavailable`: the sandbox
+drains or went away and no other replica took the call. Once connected, a call made while no replica is
+ready fails within the retries' backoffs instead of waiting out ``timeout_s``. A request
 that cannot be put on the wire (a FUNCTION_CALL value that is not JSON) raises
 InvalidExecutionRequest before any call; an answer whose results are missing or out of order raises
 :class:`SandboxReplyError`. The blocking client's calls take an optional ``cancel`` token
@@ -95,9 +97,13 @@ class _Base:
         self.client_id = client_id
         self._metadata = connection.call_metadata(client_id)
 
+    def _call_options(self) -> dict[str, Any]:
+        """Every call's deadline, metadata and ``wait_for_ready`` (False once connected: fail fast)."""
+        return {"timeout": self.timeout_s, "metadata": self._metadata, "wait_for_ready": self._wait_for_ready}
+
     def _typed_errors(self) -> contextlib.AbstractContextManager[None]:
-        """A failed call as the clients' own exception (UNAVAILABLE left as gRPC's)."""
-        return typed_errors(self.endpoint, self.timeout_s, "sandbox service", _TIMEOUT_ADVICE, unavailable=False)
+        """A failed call as the clients' own exception (UNAVAILABLE as ServerUnavailable)."""
+        return typed_errors(self.endpoint, self.timeout_s, "sandbox service", _TIMEOUT_ADVICE)
 
 
 class SandboxClient(_Base, connection.BlockingChannelOwner):
@@ -118,8 +124,7 @@ class SandboxClient(_Base, connection.BlockingChannelOwner):
     def execute(self, request: ExecutionRequest, cancel: CancelToken | None = None) -> ExecutionResult:
         """Runs one program against its tests (one ``Execute`` call); the result has the request's id."""
         self._ensure_connected()
-        call = self._stub.Execute.future(convert.request_to_proto(request), timeout=self.timeout_s,
-                                         metadata=self._metadata)
+        call = self._stub.Execute.future(convert.request_to_proto(request), **self._call_options())
         with self._typed_errors():
             reply = _wait(call, cancel)
         return replace(convert.result_from_proto(reply), id=request.id)
@@ -131,8 +136,7 @@ class SandboxClient(_Base, connection.BlockingChannelOwner):
         The server caps the programs of one call (INVALID_ARGUMENT beyond): split larger batches.
         """
         self._ensure_connected()
-        call = self._stub.ExecuteBatch.future(_batch_request(requests), timeout=self.timeout_s,
-                                              metadata=self._metadata)
+        call = self._stub.ExecuteBatch.future(_batch_request(requests), **self._call_options())
         with self._typed_errors():
             reply = _wait(call, cancel)
         return _batch_results(self.endpoint, reply, requests)
@@ -141,8 +145,7 @@ class SandboxClient(_Base, connection.BlockingChannelOwner):
         """Every language the sandbox knows (``ListLanguages``): whether it can run there, its version."""
         self._ensure_connected()
         with self._typed_errors():
-            reply = self._stub.ListLanguages(pb.ListLanguagesRequest(), timeout=self.timeout_s,
-                                             metadata=self._metadata)
+            reply = self._stub.ListLanguages(pb.ListLanguagesRequest(), **self._call_options())
         return [convert.language_from_proto(msg) for msg in reply.languages]
 
 
@@ -161,20 +164,17 @@ class AsyncSandboxClient(_Base, connection.AsyncChannelOwner):
     async def execute(self, request: ExecutionRequest) -> ExecutionResult:
         await self._ensure_connected()
         with self._typed_errors():
-            reply = await self._stub.Execute(convert.request_to_proto(request), timeout=self.timeout_s,
-                                             metadata=self._metadata)
+            reply = await self._stub.Execute(convert.request_to_proto(request), **self._call_options())
         return replace(convert.result_from_proto(reply), id=request.id)
 
     async def execute_batch(self, requests: Sequence[ExecutionRequest]) -> list[ExecutionResult]:
         await self._ensure_connected()
         with self._typed_errors():
-            reply = await self._stub.ExecuteBatch(_batch_request(requests), timeout=self.timeout_s,
-                                                  metadata=self._metadata)
+            reply = await self._stub.ExecuteBatch(_batch_request(requests), **self._call_options())
         return _batch_results(self.endpoint, reply, requests)
 
     async def list_languages(self) -> list[LanguageInfo]:
         await self._ensure_connected()
         with self._typed_errors():
-            reply = await self._stub.ListLanguages(pb.ListLanguagesRequest(), timeout=self.timeout_s,
-                                                   metadata=self._metadata)
+            reply = await self._stub.ListLanguages(pb.ListLanguagesRequest(), **self._call_options())
         return [convert.language_from_proto(msg) for msg in reply.languages]

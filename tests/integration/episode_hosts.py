@@ -178,9 +178,11 @@ class EnvServer:
         self.shell.stop(grace_s, drain)
 
 
-def start_server(host: ScriptedHost, port: int = 0) -> EnvServer:
+def start_server(host: ScriptedHost, port: int = 0, security: ServerSecurityConfig | None = None) -> EnvServer:
+    """The service on ``host`` on loopback; ``security``: e.g. a token file (default: as the environment says)."""
     servicer = EnvironmentServicer(host)
-    shell = AioServerShell("env", [(ENVIRONMENT_SERVICE, servicer)], prepare(ServerSecurityConfig(), "127.0.0.1"),
+    shell = AioServerShell("env", [(ENVIRONMENT_SERVICE, servicer)],
+                           prepare(security or ServerSecurityConfig(), "127.0.0.1"),
                            "127.0.0.1", port, server_options(16))
     return EnvServer(shell, servicer, host)
 

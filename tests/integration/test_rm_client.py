@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 from reward.v1 import reward_model_pb2 as pb  # noqa: E402
 from reward.v1 import reward_model_pb2_grpc  # noqa: E402
 from reward_core.channel_config import ChannelConfig  # noqa: E402
-from reward_core.clients import AsyncRewardModelClient, RewardModelClient  # noqa: E402
+from reward_core.clients import AsyncRewardModelClient, RewardModelClient, ServerUnavailable  # noqa: E402
 from reward_core.config_flags import dataclass_from_values  # noqa: E402
 from reward_core.prm_inputs import load_prm, step_scores  # noqa: E402
 from reward_core.rm_contract import RewardModelReplyError  # noqa: E402
@@ -121,7 +121,9 @@ def test_an_unreachable_server_is_unavailable_and_not_serving():
         assert not rm.serving(timeout_s=2)
         with pytest.raises(grpc.RpcError) as info:
             rm.score(PAIRS[:1])
-    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert info.value.code() == grpc.StatusCode.UNAVAILABLE  # callers reading the code keep working
+    assert isinstance(info.value, ServerUnavailable)
+    assert str(info.value).startswith("the reward-model service at 127.0.0.1:1 is unavailable: ")
 
 
 class _ReversedRm(reward_model_pb2_grpc.RewardModelServiceServicer):

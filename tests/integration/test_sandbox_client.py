@@ -13,7 +13,7 @@ import reward_core.sandbox_contract as ex
 from reward.v1 import sandbox_pb2 as pb
 from reward.v1 import sandbox_pb2_grpc
 from reward_core.channel_config import ChannelConfig
-from reward_core.clients import AsyncSandboxClient, SandboxClient, SandboxReplyError
+from reward_core.clients import AsyncSandboxClient, SandboxClient, SandboxReplyError, ServerUnavailable
 from reward_core.config_flags import dataclass_from_values
 from sandbox.server import SandboxServerConfig, create_server
 from tests.integration.conftest import fake_grpc_server
@@ -99,7 +99,9 @@ def test_an_unreachable_sandbox_is_unavailable_and_not_serving():
         assert not sandbox.serving(timeout_s=2)
         with pytest.raises(grpc.RpcError) as info:
             sandbox.execute_batch([add("a + b", "r")])
-    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert info.value.code() == grpc.StatusCode.UNAVAILABLE  # callers reading the code keep working
+    assert isinstance(info.value, ServerUnavailable)
+    assert str(info.value).startswith("the sandbox service at 127.0.0.1:1 is unavailable: ")
 
 
 class _DroppingSandbox(sandbox_pb2_grpc.SandboxServiceServicer):
