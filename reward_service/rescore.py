@@ -201,8 +201,11 @@ def _merge(scans: list[Any] | None) -> _Merged:
 
 
 def _write_merged(buffer: BinaryIO, scans: list[Any], lines: Iterator[bytes]) -> None:
-    """The output in order: each scan's part file runs, with the next of ``lines`` (the parent's) between them."""
+    """The output in order: each scan's part file runs, with the next of ``lines`` (the parent's) between them
+    (a scan placed in the first part is there already)."""
     for scan in scans:
+        if scan.placed:
+            continue
         with open(scan.part, "rb") as part:
             for i, (offset, length) in enumerate(scan.runs):
                 if length:

@@ -9,7 +9,9 @@ and writes their output lines to a part file beside the output: the rollout's fi
 stored beside the outcome (``cache_answers.stored_answer``), or built from the outcome. Every other line --
 another shape, a task not in the plan, a reference its task would refuse, a key the file lacks, a bad line -- goes
 back to the parent as it is, with its line number, and is read there as in one process. The parent writes the
-output in order: runs of the part files (copied in the kernel) between its own lines.
+output in order: runs of the part files (copied in the kernel) between its own lines. The first part becomes the
+output; while no line before it was left to the parent, a later range's worker holds its lines in memory and writes
+them into the first part itself, at the offset the parent sends it when the ranges before are done (no copy).
 
 Workers come from a ``forkserver`` (never a fork of the threaded parent). A worker sends back no rollout and no
 line it answered: only the part file's runs, the ids (duplicates are looked for across ranges), the (task,
@@ -25,6 +27,7 @@ import gc
 import logging
 import multiprocessing
 import os
+import re
 import sqlite3
 import tempfile
 import time
@@ -50,6 +53,12 @@ ASK_ROWS = 500
 BUFFER = 2**20
 #: Bytes of the SQLite file a worker maps into memory to read it (its lookups are random).
 MMAP_BYTES = 2**32
+#: The first range's length over each other's: a later range's worker also holds its output and writes it after
+#: the first one ends (``PLACE_BYTES``), so they end together.
+FIRST_RANGE_WEIGHT = 1.15
+#: Output bytes a worker of a later range holds in memory, waiting for its place in the first part (beyond: its
+#: own part file, copied there by the parent).
+PLACE_BYTES = 256 * 2**20
 
 logger = logging.getLogger(__name__)
 _STATUS_BY_NAME = {status.name: status for status in RolloutStatus}
@@ -76,15 +85,24 @@ class RangeScan:
     new_triples: set[tuple[str, int, str]] = dataclasses.field(default_factory=set)
     #: (line number in the range, old verdict, new verdict) of the answered lines whose status or score changed.
     changed: list[tuple[int, Verdict, Verdict]] = dataclasses.field(default_factory=list)
+    #: Written in the first range's part, right after the ranges before it (its own part is empty): no ``others``.
+    placed: bool = False
+
+    @property
+    def size(self) -> int:
+        """Bytes of its output (in its part file, or placed)."""
+        return sum(length for _, length in self.runs)
 
 
-def split_ranges(path: str | Path, parts: int) -> list[tuple[int, int]]:
-    """``parts`` byte ranges of the file (fewer when it has few lines), each starting at a line's start."""
+def split_ranges(path: str | Path, parts: int, first_weight: float = 1.0) -> list[tuple[int, int]]:
+    """``parts`` byte ranges of the file (fewer when it has few lines), each starting at a line's start; the first
+    ``first_weight`` times as long as each other."""
     size = os.path.getsize(path)
     cuts = [0]
+    total = first_weight + parts - 1
     with open(path, "rb") as f:
         for i in range(1, parts):
-            f.seek(max(size * i // parts, cuts[-1]))
+            f.seek(max(int(size * (first_weight + i - 1) / total), cuts[-1]))
             if f.tell() > 0:
                 f.seek(f.tell() - 1)  # a cut right at a line's start keeps it
                 f.readline()
@@ -119,7 +137,7 @@ def scan_rows(path: str | Path, default_task: str, parts: int, out_dir: str | Pa
     """The file in ``parts`` ranges, each scanned by a worker process answering from ``store``, in order; None
     when there is nothing to split or no task of the plan (``plan_for(the tasks the file names)``) in it. The
     part files are the caller's to remove (``remove_parts``)."""
-    ranges = split_ranges(path, parts)
+    ranges = split_ranges(path, parts, FIRST_RANGE_WEIGHT)
     if not store or len(ranges) < 2:
         return None
     plan = plan_for(sample_tasks(path, ranges, default_task))
@@ -131,18 +149,40 @@ def scan_rows(path: str | Path, default_task: str, parts: int, out_dir: str | Pa
 def scan_file(path: str | Path, ranges: list[tuple[int, int]], default_task: str, store: str,
               plan: Mapping[str, tuple[str, tuple[str, ...]]], out_dir: str | Path) -> list[RangeScan] | None:
     """Each range scanned by its own worker process, in order (their part files are the caller's to remove);
-    None when they could not (an unreadable cache file, a full disk, a worker killed)."""
+    None when they could not (an unreadable cache file, a full disk, a worker killed).
+
+    While every range before it was answered whole (no line left to the parent), a later range's worker holds its
+    output and writes it into the first part once told where (``RangeScan.placed``): no part copied after."""
     context = multiprocessing.get_context("forkserver")
     parts: list[str] = []
+    places = [multiprocessing.Pipe(duplex=False) for _ in ranges[1:]]  # (reader, writer): range i's at i - 1
     try:
         for _ in ranges:
             fd, part = tempfile.mkstemp(prefix=".rescore.", suffix=".part", dir=out_dir)
             os.close(fd)
             parts.append(part)
-        with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
-            jobs = [pool.submit(scan_range, str(path), start, end, default_task, store, dict(plan), part)
-                    for (start, end), part in zip(ranges, parts)]
-            return [job.result() for job in jobs]
+        pool = ProcessPoolExecutor(len(ranges), mp_context=context, initializer=_take_places,
+                                   initargs=([reader for reader, _ in places],))
+        done = False
+        try:
+            jobs = [pool.submit(scan_range, str(path), start, end, default_task, store, dict(plan), part, i, parts[0],
+                                PLACE_BYTES) for i, ((start, end), part) in enumerate(zip(ranges, parts))]
+            scans: list[RangeScan] = []
+            offset: int | None = 0  # where the next range's output goes in the first part (None: in its own)
+            for i, job in enumerate(jobs):
+                if i:
+                    places[i - 1][1].send(offset)
+                scan = job.result()
+                scans.append(scan)
+                offset = offset + scan.size if offset is not None and not scan.others and (
+                    scan.placed or not i) else None
+            done = True
+        finally:  # (done: the workers exit while the caller writes the output; the pool's thread reaps them)
+            for reader, writer in places:
+                reader.close()
+                writer.close()  # (a worker still waiting reads the end: it keeps its own part)
+            pool.shutdown(wait=not done)
+        return scans
     except (OSError, sqlite3.Error, BrokenProcessPool) as exc:  # the parent reads every line itself
         logger.warning("rescore: the workers could not read %s or the reward cache %s (%s: %s); reading it in one "
                        "process", path, store, type(exc).__name__, exc)
@@ -161,29 +201,116 @@ def remove_parts(parts: list[str]) -> None:
             pass
 
 
+#: In a worker: per range after the first, where the parent says its output goes (``scan_file``).
+_places: list[Any] = []
+
+
+def _take_places(readers: list[Any]) -> None:
+    _places[:] = readers
+
+
 def scan_range(path: str, start: int, end: int, default_task: str, store: str,
-               plan: dict[str, tuple[str, tuple[str, ...]]], part: str) -> RangeScan:
-    """A worker's job: the lines of ``path`` in [start, end) answered from ``store`` into ``part``."""
+               plan: dict[str, tuple[str, tuple[str, ...]]], part: str, index: int = 0, first: str = "",
+               hold: int = 0) -> RangeScan:
+    """A worker's job: the lines of ``path`` in [start, end) answered from ``store`` into ``part``; for a later
+    range (``index`` > 0), up to ``hold`` bytes held in memory and written into ``first`` where the parent says,
+    when it can."""
     started = time.process_time()
     db = sqlite3.connect(f"file:{quote(store)}?mode=ro", uri=True, timeout=30.0)
     db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")  # (its pages read in place: no read call and copy for each)
     gc.disable()  # (what it keeps to the end holds no cycle: a collection would only walk it, again and again)
     try:
-        with open(path, "rb", buffering=BUFFER) as f, open(part, "wb", buffering=BUFFER) as out:
+        with open(path, "rb", buffering=BUFFER) as f:
             f.seek(start)
-            scan = _Scanner(db, plan, default_task, out).scan(f, end - start)
+            if not index or index > len(_places) or not hold:
+                with open(part, "wb", buffering=BUFFER) as out:
+                    scan = _Scanner(db, plan, default_task, out).scan(f, end - start)
+            else:
+                held = _Held(part)
+                try:
+                    scan = _Scanner(db, plan, default_task, held, hold).scan(f, end - start)
+                    scan.placed = held.place(first, None if scan.others else _places[index - 1])
+                finally:
+                    held.close()
         scan.cpu_s = time.process_time() - started
         return scan
     finally:
         db.close()
 
 
+class _Held:
+    """A later range's output, in memory (up to ``PLACE_BYTES``, then in its part file) until its place is known."""
+
+    def __init__(self, part: str) -> None:
+        self.name = part
+        self.chunks: list[bytes] = []
+        self.write: Callable[[bytes], object] = self.chunks.append
+        self.file: Any = None
+
+    def spill(self) -> None:
+        """From now on into its part file (what it held first)."""
+        if self.file is None:
+            self.file = open(self.name, "wb", buffering=BUFFER)  # noqa: SIM115 -- closed by close()
+            self.file.writelines(self.chunks)
+            self.chunks.clear()
+            self.write = self.file.write
+
+    def place(self, first: str, told: Any) -> bool:
+        """Writes what it holds into ``first`` at the offset ``told`` (a pipe's end) gives, and says whether it
+        did; else (it spilled, the parent said None or is gone) into its part file."""
+        if self.file is None and told is not None:
+            offset = _wait_for(told)
+            if offset is not None:
+                _write_at(first, self.chunks, offset)
+                self.chunks.clear()
+                return True
+        self.spill()
+        return False
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
+def _wait_for(told: Any) -> int | None:
+    """The offset the parent sends; None when it sends None, or closes its end, or is gone."""
+    parent = os.getppid()
+    while not told.poll(1.0):
+        if os.getppid() != parent:  # (a worker of a dead parent: its forkserver went too)
+            return None
+    try:
+        return told.recv()
+    except EOFError:
+        return None
+
+
+def _write_at(path: str, chunks: list[bytes], offset: int) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        for at in range(0, len(chunks), _IOV_MAX):
+            batch = chunks[at:at + _IOV_MAX]
+            written = os.pwritev(fd, batch, offset)
+            size = sum(map(len, batch))
+            if written < size:  # (a short write: the rest one call at a time)
+                rest = b"".join(batch)[written:]
+                while rest:
+                    n = os.pwrite(fd, rest, offset + size - len(rest))
+                    rest = rest[n:]
+            offset += size
+    finally:
+        os.close(fd)
+
+
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)
+
+
 class _Scanner:
     """One range's lines, asked of the SQLite file ``ASK_ROWS`` at a time, answered in order."""
 
     def __init__(self, db: sqlite3.Connection, plan: Mapping[str, tuple[str, tuple[str, ...]]], default_task: str,
-                 out: Any) -> None:
+                 out: Any, hold: int = 0) -> None:
         self.db = db
+        self.hold = hold  # (bytes ``out``, a _Held, keeps in memory)
         self.default_task = default_task
         self.keys: dict[str, tuple[Callable[[str, Mapping[str, Any]], bytes], str, tuple[str, ...]]] = {
             task: (row_key_function(task, version), version, required) for task, (version, required) in plan.items()}
@@ -256,18 +383,58 @@ class _Scanner:
 
     def flush(self) -> None:
         """Answers the pending rows from the file, in order; the rest goes to the parent."""
-        keys = [item[8] for item in self.pending if len(item) > 2]
+        pending = self.pending
+        keys = [item[8] for item in pending if len(item) > 2]
         stored: dict[bytes, tuple[bytes | None, str | None]] = {}
         if keys:  # (the outcome only where no answer of this code is beside it: most rows need no str of it)
             query = (f"SELECT key, answer, CASE WHEN substr(answer, 1, {len(ANSWER_PREFIX)}) = ? THEN NULL "
                      f"ELSE value END FROM rewards WHERE key IN ({','.join('?' * len(keys))})")
-            stored.update((key, (answer, value)) for key, answer, value in self.db.execute(query, [ANSWER_PREFIX,
-                                                                                                   *keys]))
-        for item in self.pending:
-            if len(item) == 2 or not self.answer(item[0], *item[2:9], stored.get(item[8])):
+            stored = {key: (answer, value) for key, answer, value in self.db.execute(query, [ANSWER_PREFIX, *keys])}
+        # The common row, inline (100,000s of them): an answer of this code, spliced after the rollout's fields
+        # when neither holds "null" (else ``answer`` writes the stdlib's line); ``answer`` is the reference.
+        prefix, skip, dumps, null, join = ANSWER_PREFIX, len(ANSWER_PREFIX) + 1, orjson.dumps, _NULL.search, b"".join
+        head_of, status_of = _SCORE_AND_STATUS.match, _STATUS_BY_BYTES
+        write, add_id, add_verdict = self.out.write, self.result.ids.append, self.verdicts.append
+        keyers, changed = self.keys, self.result.changed
+        written = self.written
+        for item in pending:
+            if len(item) == 2:
+                self.written = written
                 self.other(item[0], item[1])
-        self.pending.clear()
+                continue
+            lineno, _, rid, task, completion, reference, group_id, old, key = item
+            row = stored.get(key)
+            kept = row[0] if row is not None else None
+            if kept is not None and kept.startswith(prefix) and null(kept) is None:
+                line = ({"id": rid, "task": task, "completion": completion, "reference": reference,
+                         "group_id": group_id} if group_id else
+                        {"id": rid, "task": task, "completion": completion, "reference": reference})
+                try:
+                    head = dumps(line)
+                except TypeError:
+                    head = b"null"
+                found = head_of(kept, skip - 1) if null(head) is None else None
+                new_status = status_of.get(found[2]) if found is not None else None
+                if new_status is not None:
+                    data = join((head[:-1], b",", memoryview(kept)[skip:], b"\n"))  # = dump_line({**line, **fields})
+                    write(data)
+                    written += len(data)
+                    add_id(rid)
+                    version = keyers[task][1]
+                    new_score = float(found[1])
+                    add_verdict((task, old[2], old[4], new_status, version))
+                    if new_status != old[2] or new_score != old[3]:  # (as flip_report tells an unchanged verdict)
+                        changed.append((lineno, old, (rid, task, new_status, new_score, version)))
+                    continue
+            self.written = written
+            if not self.answer(lineno, rid, task, completion, reference, group_id, old, key, row):
+                self.other(lineno, item[1])
+            written = self.written
+        self.written = written
+        pending.clear()
         self.asked = 0
+        if self.hold and written > self.hold:
+            self.out.spill()
 
     def answer(self, lineno: int, rid: str, task: str, completion: str, reference: dict[str, Any], group_id: str,
                old: Verdict, key: bytes, row: tuple[bytes | None, str | None] | None) -> bool:
@@ -320,6 +487,12 @@ class _Scanner:
 
 
 
+#: ``b"null" in data``, faster on long lines (as ``jsonl_io``'s).
+_NULL = re.compile(b"null")
+#: A stored answer's fields from their start: a plain float score, then the status (the layout ``ANSWER_PREFIX``
+#: pins; ``_score_and_status`` reads any other).
+_SCORE_AND_STATUS = re.compile(rb'\{"score":(-?[0-9]+\.[0-9]+),"status":"([A-Z_]+)"')
+_STATUS_BY_BYTES = {status.name.encode(): int(status) for status in RolloutStatus}
 #: Where a stored answer's fields start: ``cached_result_fields`` puts the score first, then the status.
 _SCORE_AT = len(b'{"score":')
 _STATUS_FIELD = b',"status":"'

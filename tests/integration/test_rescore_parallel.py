@@ -16,6 +16,7 @@ import pytest
 from reward_service.cli import main
 from reward_service.jsonl_io import JsonlError
 from reward_service.rescore import MixedVersions, rescore
+from reward_service.router import rows_from_cache
 from reward_service.router.config import ScorerConfig
 from reward_service.router.rows_from_cache import scan_file, split_ranges
 from reward_service.router.scoring import Scorer
@@ -66,6 +67,7 @@ class Recording:
     def __init__(self, scorer: Scorer) -> None:
         self.scorer = scorer
         self.scanned = 0
+        self.placed: list[bool] = []
 
     def answer_from_cache(self, rollouts):
         return self.scorer.answer_from_cache(rollouts)
@@ -76,6 +78,7 @@ class Recording:
     def scan_rows(self, path, default_task, parts, out_dir):
         scans = self.scorer.scan_rows(path, default_task, parts, out_dir)
         self.scanned += sum(len(scan.ids) for scan in scans or ())
+        self.placed = [scan.placed for scan in scans or ()]
         return scans
 
 
@@ -124,9 +127,9 @@ def timeless(data: bytes | None) -> bytes | None:
     return re.sub(rb'"elapsed_ms":[0-9.e+-]+', b'"elapsed_ms":T', data) if data is not None else None
 
 
-def both_ways(old_path, db, tmp_path, force=False):
+def both_ways(old_path, db, tmp_path, force=False, placed=None):
     """(exit code, stdout, output bytes, rows the workers answered) of one process and of three workers, each
-    on a new engine over a copy of ``db``."""
+    on a new engine over a copy of ``db``; ``placed`` (a list) gets which workers' outputs were placed."""
     results = []
     for name, min_bytes in (("one", ONE_PROCESS), ("workers", 0)):
         out = tmp_path / f"{name}.jsonl"
@@ -135,7 +138,18 @@ def both_ways(old_path, db, tmp_path, force=False):
             code, report = run(rescore, args_for(old_path, out, force), engine_path(scorer), engine,
                                parallel_min_bytes=min_bytes, read_workers=3)
         results.append((code, report, timeless(out.read_bytes()) if out.exists() else None, engine.scanned))
+        if placed is not None and min_bytes == 0:
+            placed[:] = engine.placed
     return results
+
+
+#: Lines every worker answers (a task of the plan, a reference it takes, an outcome in the cache file).
+ANSWERED = {"right", "none", "uni", "null-text", "steps"} | {f"m{i}" for i in range(24)}
+
+
+def answered_lines(old) -> list[bytes]:
+    return [line for line in old.read_bytes().splitlines(keepends=True)
+            if line.strip() and json.loads(line)["id"] in ANSWERED - EDITED]
 
 
 def test_workers_write_the_bytes_and_report_one_process_writes(stored, tmp_path):
@@ -236,4 +250,41 @@ def test_outcomes_without_an_answer_of_this_code_are_decoded_by_the_workers(stor
                      (b'answer/0000000000000000\t{"score":9.0,"status":"OK"}',))
     (_, report_one, bytes_one, _), (_, report_par, bytes_par, scanned) = both_ways(old, older, tmp_path)
     assert scanned > len(ROLLOUTS) // 2
+    assert bytes_par == bytes_one and report_par == report_one
+
+
+def test_later_workers_write_in_place_when_every_line_before_theirs_is_answered(stored, tmp_path):
+    old, db = stored
+    answered = tmp_path / "answered.jsonl"
+    answered.write_bytes(b"".join(answered_lines(old)))
+    placed: list[bool] = []
+    (_, report_one, bytes_one, _), (_, report_par, bytes_par, scanned) = both_ways(answered, db, tmp_path,
+                                                                                   placed=placed)
+    assert placed == [False, True, True] and scanned == len(ANSWERED - EDITED)
+    assert bytes_par == bytes_one and report_par == report_one
+    assert not list(tmp_path.glob(".*.part"))
+
+
+def test_a_line_left_to_the_parent_ends_the_placing(stored, tmp_path):
+    old, db = stored
+    lines = answered_lines(old)
+    edited = json.loads(lines[-1])
+    edited["completion"] += " (edited)"  # not in the cache: the last worker leaves it to the parent
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_bytes(b"".join(lines[:-1]) + json.dumps(edited).encode() + b"\n" + lines[0].replace(b'"right"',
+                                                                                                   b'"right2"'))
+    placed: list[bool] = []
+    (_, report_one, bytes_one, _), (_, report_par, bytes_par, _) = both_ways(mixed, db, tmp_path, placed=placed)
+    assert placed == [False, True, False]
+    assert bytes_par == bytes_one and report_par == report_one
+
+
+def test_a_worker_holding_more_than_it_may_writes_its_own_part(stored, tmp_path, monkeypatch):
+    old, db = stored
+    answered = tmp_path / "answered.jsonl"
+    answered.write_bytes(b"".join(answered_lines(old)))
+    monkeypatch.setattr(rows_from_cache, "PLACE_BYTES", 1)
+    placed: list[bool] = []
+    (_, report_one, bytes_one, _), (_, report_par, bytes_par, _) = both_ways(answered, db, tmp_path, placed=placed)
+    assert placed == [False, False, False]
     assert bytes_par == bytes_one and report_par == report_one
