@@ -571,6 +571,19 @@ AS_THE_RUN_COMMAND = {"R": {
     "not a module": "(displayln 5)\n",
     "environment": "#lang racket/base\n(for ([n (environment-variables-names (current-environment-variables))])\n"
                    "  (printf \"~a=~a\\n\" n (getenv (bytes->string/utf-8 n))))\n",
+    # what the served child sets itself from getcwd (looked up in the server) and its HOME, as racket's start does
+    "working directory and collections": "#lang racket/base\n(for-each displayln (list (current-directory)\n"
+                                         "  (current-directory-for-user) (path->complete-path \"x.rkt\")\n"
+                                         "  (find-system-path 'home-dir) (find-system-path 'addon-dir)\n"
+                                         "  (current-library-collection-paths) (current-library-collection-links)))\n"
+                                         "(with-output-to-file \"f.txt\" (lambda () (display 'w)) #:exists 'replace)\n"
+                                         "(displayln (call-with-input-file \"f.txt\" read-line))\n",
+    # the server covers the low 2 GB while racket loads (runtime/fork_server.rkt): none of it is left to a child
+    "no covered address space": "#lang racket/base\n(displayln (for/sum ([l (call-with-input-file \"/proc/self/maps\"\n"
+                                "  (lambda (in) (for/list ([l (in-lines in)]) l)))])\n"
+                                "  (define m (regexp-match #px\"^([0-9a-f]+)-[0-9a-f]+ ---p 0+ 00:00 0\\\\s*$\" l))\n"
+                                "  (if (and m (< #x3fffffff (string->number (cadr m) 16) #x80000000)) 1 0)))\n"
+                                "(displayln (bytes-length (make-bytes (* 16 1024 1024) 1)))\n",
     # the languages SandboxFusion's programs use: #lang racket, #lang racket/base, a module form without #lang
     "#lang racket reads lines": "#lang racket\n(for ([l (in-lines)]) (printf \"<~a>\\n\" (string-upcase l)))\n"
                                 "(write (port->string))\n",
