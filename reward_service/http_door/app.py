@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import grpc
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
@@ -23,10 +24,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from reward_core.clients.errors import ClientError
 from reward_core.episode_contract import EpisodeHost
 from reward_service.http_door import gym_env
 from reward_service.http_door.adapters import ALL_ADAPTERS
 from reward_service.http_door.door import DoorConfig, FrontDoor, RouteFactory
+from reward_service.http_door.errors import upstream_failure
 from reward_service.http_door.nemo_gym import root_routes
 from reward_service.http_door.routing import MatchCachingRouter
 from reward_service.http_door.upstream import Upstreams
@@ -79,7 +82,10 @@ def create_app(config: DoorConfig, adapters: list[RouteFactory] | None = None,
             raise ValueError("--nemo-gym-reward and --nemo-gym-environment both serve NeMo Gym's root routes: give one")
         routes.extend(gym_env.root_routes(config.nemo_gym_environment)(door))
 
+    # An upstream call no adapter answered (e.g. listing environments while the EnvironmentService is gone): the
+    # call's own status (503 for UNAVAILABLE, 504 for a deadline...) in our words, never a bare 500.
     app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={ClientError: upstream_failure, grpc.RpcError: upstream_failure},
                     middleware=[Middleware(AuthAndMetrics, door=door, routes=routes, token=config.token)])
     app.router = MatchCachingRouter(routes, lifespan=lifespan)  # Starlette's, each path's match remembered
     app.state.door = door

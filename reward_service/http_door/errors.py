@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 
 import grpc
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from reward_core.clients.errors import ClientError
 from reward_core.contract import retry_after_hint
 
 HTTP_STATUS = {
@@ -45,6 +47,38 @@ def error_response(code: grpc.StatusCode, message: str, headers: dict[str, str] 
         extra.setdefault("Retry-After", "1")
     return JSONResponse({"code": code.value[0], "message": message, "details": []}, status_code=status,
                         headers=extra)
+
+
+def client_error_code(exc: ClientError | grpc.RpcError) -> grpc.StatusCode:
+    """The status code of a failed upstream call: the call's own (every typed client error but
+    EndpointUnreachable is a ``grpc.RpcError`` too), UNAVAILABLE for an upstream nothing answers at."""
+    code = exc.code() if isinstance(exc, grpc.RpcError) else None
+    return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.UNAVAILABLE
+
+
+def upstream_message(exc: grpc.RpcError) -> str:
+    """What to say of a failed upstream call: the client's own words naming the upstream when it went away
+    or did not answer in time (gRPC's raw text, such as ``failed to connect to all addresses; ... ipv4:...``,
+    says neither), else what the server said (a refusal's reason, for the caller to fix)."""
+    code = exc.code()
+    if isinstance(exc, ClientError) and code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return str(exc)
+    return exc.details() or code.name
+
+
+def upstream_response(exc: grpc.RpcError) -> JSONResponse:
+    """The answer for a failed upstream call: its code's HTTP status, :func:`upstream_message`."""
+    return error_response(exc.code(), upstream_message(exc))
+
+
+async def upstream_failure(_: Request, exc: Exception) -> JSONResponse:
+    """The app's last word on an upstream call that failed where no adapter answered it (e.g. an
+    environment list while the EnvironmentService drains): transcoding's status for the call's code,
+    the client's message in our words (naming the upstream), never a bare 500 page."""
+    if not isinstance(exc, (ClientError, grpc.RpcError)):  # (registered for these two only)
+        raise exc
+    message = str(exc) if isinstance(exc, ClientError) else (exc.details() or "")
+    return error_response(client_error_code(exc), message or "the upstream call failed")
 
 
 def retry_after_headers(error: str) -> dict[str, str]:

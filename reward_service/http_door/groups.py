@@ -27,7 +27,7 @@ from starlette.responses import Response
 from reward_core.contract import Rollout
 from reward_service.http_door.door import FrontDoor
 from reward_service.http_door.errors import bad_request
-from reward_service.http_door.upstream import UpstreamError
+from reward_service.http_door.upstream import upstream_error
 
 
 async def is_groupwise(door: FrontDoor, reward: str) -> bool:
@@ -35,7 +35,7 @@ async def is_groupwise(door: FrontDoor, reward: str) -> bool:
     try:
         info = (await door.up.tasks_by_name()).get(reward)
     except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
-        raise UpstreamError(exc.code(), exc.details() or exc.code().name) from None
+        raise upstream_error(exc) from None
     return info is not None and info.groupwise
 
 

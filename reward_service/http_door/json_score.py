@@ -29,7 +29,7 @@ from reward_core import convert
 from reward_core.contract import InvalidRollout, ScoreBatchResult, group_stats, normalize_reference
 from reward_core.grpc_common import RequestRejected, check_ids
 from reward_service.http_door.door import FrontDoor
-from reward_service.http_door.errors import bad_request, error_response
+from reward_service.http_door.errors import bad_request, error_response, upstream_response
 from reward_service.http_door.upstream import UpstreamError
 
 
@@ -92,7 +92,7 @@ def routes(door: FrontDoor) -> list[BaseRoute]:
         try:
             infos = await door.up.reward.list_tasks()
         except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
-            return error_response(exc.code(), exc.details() or exc.code().name)
+            return upstream_response(exc)
         return JSONResponse(to_json(pb.ListTasksResponse(tasks=[convert.task_info_to_proto(t) for t in infos])))
 
     return [Route("/v1/score", score, methods=["POST"]), Route("/v1/tasks", tasks, methods=["GET"])]

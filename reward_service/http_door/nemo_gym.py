@@ -69,7 +69,7 @@ from reward_service.http_door import gym_code_gen
 from reward_service.http_door.door import FrontDoor, RouteFactory
 from reward_service.http_door.errors import bad_request, error_response, retry_after_headers
 from reward_service.http_door.groups import is_groupwise, no_group_refusal
-from reward_service.http_door.upstream import UpstreamError
+from reward_service.http_door.upstream import UpstreamError, upstream_error
 
 UnscoredPolicy = Literal["error", "mask"]
 
@@ -280,7 +280,7 @@ def _handlers(door: FrontDoor, fixed_reward: str | None, default_unscored: Unsco
         try:
             known = await door.up.tasks_by_name()
         except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
-            raise UpstreamError(exc.code(), exc.details() or exc.code().name) from None
+            raise upstream_error(exc) from None
         if name not in known and REWARD_ALIASES.get(name) in known:
             name = REWARD_ALIASES[name]
         if name not in known:

@@ -58,7 +58,7 @@ from starlette.routing import BaseRoute, Route
 
 from reward_core.contract import InvalidRollout, Rollout, RolloutResult, RolloutStatus, normalize_reference
 from reward_service.http_door.door import FrontDoor
-from reward_service.http_door.errors import bad_request, error_response, retry_after_headers
+from reward_service.http_door.errors import bad_request, error_response, retry_after_headers, upstream_response
 from reward_service.http_door.groups import is_groupwise, lone_rows_refusal, prompt_groups, without_lone_groups
 from reward_service.http_door.upstream import UpstreamError
 
@@ -201,7 +201,7 @@ async def known_reward(door: FrontDoor, reward: str) -> Response | None:
     try:
         names = await door.up.tasks_by_name()
     except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
-        return error_response(exc.code(), exc.details() or exc.code().name)
+        return upstream_response(exc)
     if reward in names:
         return None
     return error_response(grpc.StatusCode.NOT_FOUND,

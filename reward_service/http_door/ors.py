@@ -51,6 +51,7 @@ from reward_core.episode_contract import (
     Trajectory,
 )
 from reward_service.http_door.door import FrontDoor, NoEpisodeHost, RouteFactory
+from reward_service.http_door.errors import HTTP_STATUS, client_error_code
 from reward_service.http_door.ors_messages import BadMessages, chat_to_ors, flatten, ors_to_chat
 from reward_service.http_door.ors_sessions import OrsError, OrsSession, OrsSessions
 from reward_service.http_door.ors_shapes import (
@@ -362,8 +363,9 @@ def _answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[R
             return OrsError.of(exc).response()
         except NoEpisodeHost as exc:
             return OrsError(501, str(exc)).response()
-        except ClientError as exc:  # the environment server is unreachable or draining: retried
-            return OrsError(503, f"the environment server is unavailable: {exc}", {"Retry-After": "1"}).response()
+        except ClientError as exc:  # the environment server: unreachable or draining (503, retried), a deadline...
+            status = HTTP_STATUS.get(client_error_code(exc), 500)
+            return OrsError(status, str(exc), {"Retry-After": "1"} if status in (429, 503) else None).response()
 
     return endpoint
 

@@ -21,6 +21,7 @@ from reward_core.clients import AsyncRewardClient, AsyncRewardModelClient, Async
 from reward_core.clients.environment import EnvironmentClient
 from reward_core.contract import Rollout, RolloutResult, ScoreBatchResult, TaskInfo
 from reward_core.micro_batch import MicroBatcher
+from reward_service.http_door.errors import upstream_message
 
 
 class UpstreamError(RuntimeError):
@@ -54,8 +55,10 @@ class UpstreamConfig:
             raise ValueError("need --max-batch >= 1, --max-wait-ms >= 0 and --upstream-timeout-s > 0")
 
 
-def _upstream_error(exc: grpc.RpcError) -> UpstreamError:
-    return UpstreamError(exc.code(), exc.details() or exc.code().name)
+def upstream_error(exc: grpc.RpcError) -> UpstreamError:
+    """The door's error for a failed upstream call (raise it ``from None``): its code and
+    :func:`~reward_service.http_door.errors.upstream_message`."""
+    return UpstreamError(exc.code(), upstream_message(exc))
 
 
 class Upstreams:
@@ -103,7 +106,7 @@ class Upstreams:
         try:
             batch = await self.reward.score_once(unique, f"http-{uuid.uuid4().hex[:12]}", 0.0)
         except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
-            raise _upstream_error(exc) from None
+            raise upstream_error(exc) from None
         by_id = {r.id: r for r in batch.results}
         out = []
         for i, original in enumerate(rollouts):
@@ -119,7 +122,7 @@ class Upstreams:
         try:
             return await self.reward.score_once(rollouts, request_id, item_timeout_s)
         except grpc.RpcError as exc:  # gRPC's own or a client's typed error: same code() and details()
-            raise _upstream_error(exc) from None
+            raise upstream_error(exc) from None
 
     async def tasks(self) -> list[TaskInfo]:
         """The reward server's tasks (asked once, then cached; concurrent first callers share one

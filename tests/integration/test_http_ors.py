@@ -282,7 +282,8 @@ def test_an_unreachable_environment_server_is_503_to_retry():
         reply = httpx.get(f"{url}/list_environments", timeout=60)
         assert app.state.door.episodes is app.state.door.up.environments
     assert reply.status_code == 503 and reply.headers["retry-after"] == "1"
-    assert "environment server is unavailable" in reply.json()["detail"]
+    detail = reply.json()["detail"]
+    assert detail.startswith("the environment service at ") and " is unavailable: " in detail
 
 
 def test_stopping_the_door_closes_its_open_sessions():
