@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse
 
 from reward_core.clients.errors import ClientError
 from reward_core.contract import retry_after_hint
+from reward_service.http_door.upstream import upstream_message
 
 HTTP_STATUS = {
     grpc.StatusCode.OK: 200,
@@ -54,16 +55,6 @@ def client_error_code(exc: ClientError | grpc.RpcError) -> grpc.StatusCode:
     EndpointUnreachable is a ``grpc.RpcError`` too), UNAVAILABLE for an upstream nothing answers at."""
     code = exc.code() if isinstance(exc, grpc.RpcError) else None
     return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.UNAVAILABLE
-
-
-def upstream_message(exc: grpc.RpcError) -> str:
-    """What to say of a failed upstream call: the client's own words naming the upstream when it went away
-    or did not answer in time (gRPC's raw text, such as ``failed to connect to all addresses; ... ipv4:...``,
-    says neither), else what the server said (a refusal's reason, for the caller to fix)."""
-    code = exc.code()
-    if isinstance(exc, ClientError) and code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-        return str(exc)
-    return exc.details() or code.name
 
 
 def upstream_response(exc: grpc.RpcError) -> JSONResponse:

@@ -19,9 +19,9 @@ from reward_core.channel_config import ChannelConfig
 from reward_core.channel_security import ClientSecurity
 from reward_core.clients import AsyncRewardClient, AsyncRewardModelClient, AsyncSandboxClient
 from reward_core.clients.environment import EnvironmentClient
+from reward_core.clients.errors import ClientError
 from reward_core.contract import Rollout, RolloutResult, ScoreBatchResult, TaskInfo
 from reward_core.micro_batch import MicroBatcher
-from reward_service.http_door.errors import upstream_message
 
 
 class UpstreamError(RuntimeError):
@@ -55,9 +55,19 @@ class UpstreamConfig:
             raise ValueError("need --max-batch >= 1, --max-wait-ms >= 0 and --upstream-timeout-s > 0")
 
 
+def upstream_message(exc: grpc.RpcError) -> str:
+    """What to say of a failed upstream call: the client's own words naming the upstream when it went away
+    or did not answer in time (gRPC's raw text, such as ``failed to connect to all addresses; ... ipv4:...``,
+    says neither), else what the server said (a refusal's reason, for the caller to fix)."""
+    code = exc.code()
+    if isinstance(exc, ClientError) and code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return str(exc)
+    return exc.details() or code.name
+
+
 def upstream_error(exc: grpc.RpcError) -> UpstreamError:
     """The door's error for a failed upstream call (raise it ``from None``): its code and
-    :func:`~reward_service.http_door.errors.upstream_message`."""
+    :func:`upstream_message`."""
     return UpstreamError(exc.code(), upstream_message(exc))
 
 
