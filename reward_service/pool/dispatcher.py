@@ -20,8 +20,10 @@ import os
 import pickle
 import queue
 import signal
+import sys
 import threading
 import time
+import types
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -49,6 +51,27 @@ _MAX_MESSAGES_PER_WAKEUP = 64
 _STARTS_BEFORE_FAILING_ITEMS = 3
 
 
+def main_module_preload() -> list[str]:
+    """The modules the fork server imports for this program's main module, beside ``preload_modules``.
+
+    Every process the server starts runs the main module again (multiprocessing's preparation, for a script or
+    ``python -m``), importing what it imports: the server holding the modules its globals come from makes that
+    run cheap (the ``reward-service`` script's imports took 0.13 s a worker; 3.11's server preloads no script's
+    path). Nothing for a package's ``__main__``: multiprocessing never runs it again."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None) or ""
+    if main is None or name == "__main__" or name.endswith(".__main__"):
+        return []
+    names = set()
+    for value in vars(main).values():
+        if isinstance(value, types.ModuleType):
+            names.add(value.__name__)
+        elif isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
+            names.add(value.__module__)
+    # (not the main module by its name: runpy warns when it finds the module it runs already imported)
+    return sorted(n for n in names if type(n) is str and n in sys.modules and n != name and not n.endswith("__main__"))
+
+
 class Dispatcher:
     """Owns the workers, the item queue and the dispatcher thread of one pool."""
 
@@ -58,7 +81,7 @@ class Dispatcher:
         self._job_fn, self._initializer, self._initargs = job_fn, initializer, initargs
         self._ctx = multiprocessing.get_context("forkserver")
         if self._config.preload_modules:
-            self._ctx.set_forkserver_preload(list(self._config.preload_modules))
+            self._ctx.set_forkserver_preload([*self._config.preload_modules, *main_module_preload()])
         self._lock = threading.Lock()
         self._pending: deque[Item] = deque()
         self._closed = False

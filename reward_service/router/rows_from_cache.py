@@ -26,6 +26,7 @@ import dataclasses
 import gc
 import logging
 import multiprocessing
+import operator
 import os
 import re
 import sqlite3
@@ -61,7 +62,6 @@ FIRST_RANGE_WEIGHT = 1.15
 PLACE_BYTES = 256 * 2**20
 
 logger = logging.getLogger(__name__)
-_STATUS_BY_NAME = {status.name: status for status in RolloutStatus}
 #: (id, task, status, score, version): a verdict as plain values (sent between processes).
 Verdict = tuple[str, str, int, float, str]
 
@@ -314,6 +314,7 @@ class _Scanner:
         self.default_task = default_task
         self.keys: dict[str, tuple[Callable[[str, Mapping[str, Any]], bytes], str, tuple[str, ...]]] = {
             task: (row_key_function(task, version), version, required) for task, (version, required) in plan.items()}
+        self.versions = {task: version for task, (version, _) in plan.items()}
         self.out = out
         self.result = RangeScan(part=out.name)
         #: (task, old status, old version, new status, new version) of each line answered here.
@@ -323,12 +324,12 @@ class _Scanner:
         self.seen: set[str] = set()
         #: In line order: (line number, line) for the parent, or a row to ask about (with its key).
         self.pending: list[tuple] = []
-        self.asked = 0
 
     def scan(self, f: Any, length: int) -> RangeScan:
-        read = lineno = 0
+        read = lineno = asked = 0
         keys, seen, pending, default_task = self.keys, self.seen, self.pending, self.default_task
-        loads, decode_error, status_of, big = orjson.loads, orjson.JSONDecodeError, _STATUS_BY_NAME, 2.0**63
+        loads, decode_error, status_of, big = orjson.loads, orjson.JSONDecodeError, _STATUS_VALUE_BY_NAME, 2.0**63
+        fields_of, add = _LINE_FIELDS, pending.append
         for line in f:
             if read >= length:
                 break
@@ -340,20 +341,32 @@ class _Scanner:
                 data = None
             if type(data) is not dict:
                 if not (line.isspace() or not line):  # (a blank line: the parent would skip it too)
-                    pending.append((lineno, line))
+                    add((lineno, line))
                 continue
-            rid, completion, reference = data.get("id"), data.get("completion"), data.get("reference")
-            task, name, score = data.get("task") or default_task, data.get("status"), data.get("score")
-            version, group_id = data.get("verifier_version"), data.get("group_id")
+            try:  # (the common line holds them all: one call)
+                rid, task, completion, reference, name, score, version = fields_of(data)
+            except KeyError:
+                rid, task, completion, reference = (data.get("id"), data.get("task"), data.get("completion"),
+                                                    data.get("reference"))
+                name, score, version = data.get("status"), data.get("score"), data.get("verifier_version")
+            task = task or default_task
+            group_id = data.get("group_id")
             status = status_of.get(name) if type(name) is str else None
             keyer = keys.get(task) if type(task) is str else None
             # rescore's short path (no prompt: a prompt is part of the key), for a task of the plan
             if (keyer is None or type(rid) is not str or not rid or rid in seen or type(completion) is not str
                     or type(reference) is not dict or status is None or type(score) is not float
                     or not -big < score < big or type(version) is not str or data.get("prompt")
-                    or not (group_id is None or type(group_id) is str) or data.get("metadata")
-                    or holds_big_float(reference)):
-                pending.append((lineno, line))
+                    or not (group_id is None or type(group_id) is str) or data.get("metadata")):
+                add((lineno, line))
+                continue
+            big_float = False
+            for value in reference.values():  # (a reference of strings, the common one, holds no big float)
+                if type(value) is not str:
+                    big_float = holds_big_float(reference)
+                    break
+            if big_float:
+                add((lineno, line))
                 continue
             for field in keyer[2]:  # Task.check_reference: a reference it would refuse is the parent's
                 if reference.get(field) in (None, ""):
@@ -361,14 +374,15 @@ class _Scanner:
             else:
                 field = None
             if field is not None:
-                pending.append((lineno, line))
+                add((lineno, line))
                 continue
             seen.add(rid)
-            pending.append((lineno, line, rid, task, completion, reference, group_id or "",
-                            (rid, task, int(status), score or 0.0, version), keyer[0](completion, reference)))
-            self.asked += 1
-            if self.asked >= ASK_ROWS:
+            add((lineno, line, rid, task, completion, reference, group_id, status, score, version,
+                 keyer[0](completion, reference)))
+            asked += 1
+            if asked >= ASK_ROWS:
                 self.flush()
+                asked = 0
         self.flush()
         result = self.result
         result.lines = lineno
@@ -384,87 +398,84 @@ class _Scanner:
     def flush(self) -> None:
         """Answers the pending rows from the file, in order; the rest goes to the parent."""
         pending = self.pending
-        keys = [item[8] for item in pending if len(item) > 2]
-        stored: dict[bytes, tuple[bytes | None, str | None]] = {}
-        if keys:  # (the outcome only where no answer of this code is beside it: most rows need no str of it)
-            query = (f"SELECT key, answer, CASE WHEN substr(answer, 1, {len(ANSWER_PREFIX)}) = ? THEN NULL "
-                     f"ELSE value END FROM rewards WHERE key IN ({','.join('?' * len(keys))})")
-            stored = {key: (answer, value) for key, answer, value in self.db.execute(query, [ANSWER_PREFIX, *keys])}
-        # The common row, inline (100,000s of them): an answer of this code, spliced after the rollout's fields
+        keys = [item[10] for item in pending if len(item) > 2]
+        stored: dict[bytes, bytes | None] = {}
+        if keys:  # (the stored fields alone: the outcome is fetched for the rare row they do not answer)
+            stored = dict(self.db.execute(_ASK_QUERIES.get(len(keys)) or _ask_query(len(keys)), keys))
+        # The common row, inline (100,000s of them): the stored fields of this code spliced after the rollout's,
         # when neither holds "null" (else ``answer`` writes the stdlib's line); ``answer`` is the reference.
-        prefix, skip, dumps, null, join = ANSWER_PREFIX, len(ANSWER_PREFIX) + 1, orjson.dumps, _NULL.search, b"".join
-        head_of, status_of = _SCORE_AND_STATUS.match, _STATUS_BY_BYTES
+        prefix, skip, absent = ANSWER_PREFIX, len(ANSWER_PREFIX) + 1, _ABSENT
+        dumps, null, join, head_of, status_of = orjson.dumps, _NULL.search, b"".join, _SCORE_AND_STATUS.match, \
+            _STATUS_BY_BYTES
         write, add_id, add_verdict = self.out.write, self.result.ids.append, self.verdicts.append
-        keyers, changed = self.keys, self.result.changed
+        versions, changed = self.versions, self.result.changed
         written = self.written
         for item in pending:
             if len(item) == 2:
                 self.written = written
                 self.other(item[0], item[1])
                 continue
-            lineno, _, rid, task, completion, reference, group_id, old, key = item
-            row = stored.get(key)
-            kept = row[0] if row is not None else None
-            if kept is not None and kept.startswith(prefix) and null(kept) is None:
-                line = ({"id": rid, "task": task, "completion": completion, "reference": reference,
-                         "group_id": group_id} if group_id else
-                        {"id": rid, "task": task, "completion": completion, "reference": reference})
-                try:
-                    head = dumps(line)
+            lineno, line, rid, task, completion, reference, group_id, status, score, old_version, key = item
+            kept = stored.get(key, absent)
+            if kept is not absent and kept is not None and kept.startswith(prefix):
+                try:  # = dump_line({**rollout, **fields})
+                    data = join((dumps({"id": rid, "task": task, "completion": completion, "reference": reference,
+                                        "group_id": group_id} if group_id else
+                                       {"id": rid, "task": task, "completion": completion, "reference": reference}
+                                       )[:-1], b",", memoryview(kept)[skip:], b"\n"))
                 except TypeError:
-                    head = b"null"
-                found = head_of(kept, skip - 1) if null(head) is None else None
+                    data = b"null"
+                found = head_of(kept, skip) if null(data) is None else None  # (one search: both parts, at once)
                 new_status = status_of.get(found[2]) if found is not None else None
                 if new_status is not None:
-                    data = join((head[:-1], b",", memoryview(kept)[skip:], b"\n"))  # = dump_line({**line, **fields})
                     write(data)
                     written += len(data)
                     add_id(rid)
-                    version = keyers[task][1]
+                    version = versions[task]
+                    add_verdict((task, status, old_version, new_status, version))
                     new_score = float(found[1])
-                    add_verdict((task, old[2], old[4], new_status, version))
-                    if new_status != old[2] or new_score != old[3]:  # (as flip_report tells an unchanged verdict)
-                        changed.append((lineno, old, (rid, task, new_status, new_score, version)))
+                    if new_status != status or new_score != score:  # (as flip_report tells an unchanged verdict)
+                        changed.append((lineno, (rid, task, status, score or 0.0, old_version),
+                                        (rid, task, new_status, new_score, version)))
                     continue
             self.written = written
-            if not self.answer(lineno, rid, task, completion, reference, group_id, old, key, row):
-                self.other(lineno, item[1])
+            if not self.answer(lineno, rid, task, completion, reference, group_id or "",
+                               (rid, task, status, score or 0.0, old_version), key, kept):
+                self.other(lineno, line)
             written = self.written
         self.written = written
         pending.clear()
-        self.asked = 0
         if self.hold and written > self.hold:
             self.out.spill()
 
     def answer(self, lineno: int, rid: str, task: str, completion: str, reference: dict[str, Any], group_id: str,
-               old: Verdict, key: bytes, row: tuple[bytes | None, str | None] | None) -> bool:
+               old: Verdict, key: bytes, kept: bytes | None | object) -> bool:
         """Writes the row's output line when the file holds its outcome (as ``rescore`` would write it): the
-        stored answer's fields spliced after the rollout's where this code made them, else from the outcome."""
-        if row is None:
+        stored fields (``kept``, the file's ``answer``: None where it has none, ``_ABSENT`` where it lacks the key)
+        spliced after the rollout's where this code made them, else from the outcome (fetched here)."""
+        if kept is _ABSENT:
             return False
-        kept, text = row
-        version = self.keys[task][1]
+        fields = kept[len(ANSWER_PREFIX) + 1:] if type(kept) is bytes and kept.startswith(ANSWER_PREFIX) else None
+        version = self.versions[task]
         if group_id:
             line = {"id": rid, "task": task, "completion": completion, "reference": reference, "group_id": group_id}
         else:
             line = {"id": rid, "task": task, "completion": completion, "reference": reference}
         data = None
-        if kept is not None and kept.startswith(ANSWER_PREFIX):
-            fields = kept[len(ANSWER_PREFIX):]
+        if fields is not None:
             try:
                 head = orjson.dumps(line)
             except TypeError:
                 head = b"null"
-            if b"null" not in head and b"null" not in fields:  # (else dump_line writes the stdlib's line)
-                data = b"".join((head[:-1], b",", fields[1:], b"\n"))  # = dump_line({**line, **fields})
-                new_score, new_status = _score_and_status(fields)
-        if data is None:
-            if text is None:  # (an answer of this code the line cannot be spliced with: rare)
-                stored = self.db.execute("SELECT value FROM rewards WHERE key = ?", (key,)).fetchone()
-                if stored is None:  # (dropped since: another engine's writer keeps the file's size)
-                    return False
-                text = stored[0]
-            found = stored_result_fields(text, task, version)
+            if _NULL.search(head) is None and _NULL.search(fields) is None:  # (else dump_line writes the stdlib's)
+                data = b"".join((head[:-1], b",", fields, b"\n"))  # = dump_line({**line, **fields})
+                spliced = orjson.loads(b"{" + fields)  # (a score not written as a plain float: rare)
+                new_score, new_status = spliced["score"], _STATUS_VALUE_BY_NAME[spliced["status"]]
+        if data is None:  # (no fields of this code, or the line cannot be spliced with them: rare)
+            stored = self.db.execute("SELECT value FROM rewards WHERE key = ?", (key,)).fetchone()
+            if stored is None:  # (dropped since: another engine's writer keeps the file's size)
+                return False
+            found = stored_result_fields(stored[0], task, version)
             if found is None:
                 return False
             answer, status = found
@@ -489,22 +500,25 @@ class _Scanner:
 
 #: ``b"null" in data``, faster on long lines (as ``jsonl_io``'s).
 _NULL = re.compile(b"null")
-#: A stored answer's fields from their start: a plain float score, then the status (the layout ``ANSWER_PREFIX``
-#: pins; ``_score_and_status`` reads any other).
-_SCORE_AND_STATUS = re.compile(rb'\{"score":(-?[0-9]+\.[0-9]+),"status":"([A-Z_]+)"')
+#: A stored answer's fields after their ``{``: a plain float score, then the status (the layout ``ANSWER_PREFIX``
+#: pins; ``_Scanner.answer`` parses any other).
+_SCORE_AND_STATUS = re.compile(rb'"score":(-?[0-9]+\.[0-9]+),"status":"([A-Z_]+)"')
 _STATUS_BY_BYTES = {status.name.encode(): int(status) for status in RolloutStatus}
-#: Where a stored answer's fields start: ``cached_result_fields`` puts the score first, then the status.
-_SCORE_AT = len(b'{"score":')
-_STATUS_FIELD = b',"status":"'
+_STATUS_VALUE_BY_NAME = {status.name: int(status) for status in RolloutStatus}
+#: The fields a line of the common shape holds, read in one call (a line missing one takes the slow way).
+_LINE_FIELDS = operator.itemgetter("id", "task", "completion", "reference", "status", "score", "verifier_version")
 
 
-def _score_and_status(fields: bytes) -> tuple[float, int]:
-    """The score and status (its value) of a stored answer's fields, read from their start where the score is a
-    plain float (the layout ``ANSWER_PREFIX`` pins), else parsed whole."""
-    end = fields.find(_STATUS_FIELD, _SCORE_AT) if fields.startswith(b'{"score":') else -1
-    score = fields[_SCORE_AT:end]
-    if end > 0 and b"." in score and score.lstrip(b"-").replace(b".", b"").isdigit():
-        name_at = end + len(_STATUS_FIELD)
-        return float(score), int(_STATUS_BY_NAME[fields[name_at:fields.index(b'"', name_at)].decode()])
-    answer = orjson.loads(fields)
-    return answer["score"], int(_STATUS_BY_NAME[answer["status"]])
+def _ask_query(rows: int) -> str:
+    """The query for ``rows`` keys: per key found, its stored fields (``answer``; none in SQL is faster: a test of
+    their start, or a substr of them, costs more there than here)."""
+    query = f"SELECT key, answer FROM rewards WHERE key IN ({','.join('?' * rows)})"
+    if rows == ASK_ROWS:
+        _ASK_QUERIES[rows] = query
+    return query
+
+
+#: The query of a full batch, made once.
+_ASK_QUERIES: dict[int, str] = {}
+#: A key the file lacks (``stored.get``'s default: an answer of None is a row without stored fields).
+_ABSENT = object()

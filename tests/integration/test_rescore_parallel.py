@@ -49,8 +49,8 @@ ROLLOUTS = [
 EDITED = {"wrong", "m5", "m17"}
 
 
-def args_for(in_path, out_path, force=False) -> argparse.Namespace:
-    return argparse.Namespace(in_path=str(in_path), out_path=str(out_path), rollouts=None, task="", force=force,
+def args_for(in_path, out_path, force=False, task="") -> argparse.Namespace:
+    return argparse.Namespace(in_path=str(in_path), out_path=str(out_path), rollouts=None, task=task, force=force,
                               epsilon=1e-6, examples=2, fail_on_flip=False, quiet=True)
 
 
@@ -127,7 +127,7 @@ def timeless(data: bytes | None) -> bytes | None:
     return re.sub(rb'"elapsed_ms":[0-9.e+-]+', b'"elapsed_ms":T', data) if data is not None else None
 
 
-def both_ways(old_path, db, tmp_path, force=False, placed=None):
+def both_ways(old_path, db, tmp_path, force=False, placed=None, task=""):
     """(exit code, stdout, output bytes, rows the workers answered) of one process and of three workers, each
     on a new engine over a copy of ``db``; ``placed`` (a list) gets which workers' outputs were placed."""
     results = []
@@ -135,7 +135,7 @@ def both_ways(old_path, db, tmp_path, force=False, placed=None):
         out = tmp_path / f"{name}.jsonl"
         with Scorer(ScorerConfig(workers=1, reward_cache=str(copy_of(db, tmp_path, name)))) as scorer:
             engine = Recording(scorer)
-            code, report = run(rescore, args_for(old_path, out, force), engine_path(scorer), engine,
+            code, report = run(rescore, args_for(old_path, out, force, task), engine_path(scorer), engine,
                                parallel_min_bytes=min_bytes, read_workers=3)
         results.append((code, report, timeless(out.read_bytes()) if out.exists() else None, engine.scanned))
         if placed is not None and min_bytes == 0:
@@ -288,3 +288,19 @@ def test_a_worker_holding_more_than_it_may_writes_its_own_part(stored, tmp_path,
     (_, report_one, bytes_one, _), (_, report_par, bytes_par, _) = both_ways(answered, db, tmp_path, placed=placed)
     assert placed == [False, False, False]
     assert bytes_par == bytes_one and report_par == report_one
+
+
+def test_lines_naming_no_task_are_answered_by_the_workers_under_the_default_task(stored, tmp_path):
+    old, db = stored
+    lines = []
+    for line in answered_lines(old):  # (a line without a field of the common shape is read the longer way)
+        data = json.loads(line)
+        if data["task"] == "gsm8k":
+            del data["task"]
+        lines.append(json.dumps(data, ensure_ascii=False).encode() + b"\n")
+    untasked = tmp_path / "untasked.jsonl"
+    untasked.write_bytes(b"".join(lines))
+    (code_one, report_one, bytes_one, _), (code_par, report_par, bytes_par, scanned) = \
+        both_ways(untasked, db, tmp_path, task="gsm8k")
+    assert b'"task":"gsm8k"' in bytes_one and scanned == len(lines)
+    assert (code_par, report_par, bytes_par) == (code_one, report_one, bytes_one)

@@ -409,6 +409,59 @@ def test_preload_modules_are_imported_in_new_workers():
     assert out.strip() == "True"
 
 
+@pytest.mark.parametrize("as_module", [False, True])
+def test_the_main_modules_imports_are_made_once_in_the_fork_server(tmp_path, as_module):
+    """A worker runs the main module again; what it imports is already there (the server imported it), and it
+    says nothing about it (no warning of runpy's)."""
+    (tmp_path / "noted.py").write_text("import os\nwith open(os.environ['NOTES'], 'a') as f:\n"
+                                       "    f.write(f'{os.getpid()}\\n')\n\ndef note():\n    pass\n")
+    (tmp_path / "program.py").write_text(textwrap.dedent("""
+        import os
+        from noted import note  # (its module's body notes each process that imports it)
+        from reward_service.pool.worker_pool import PoolConfig, WorkerPool
+
+        def pid_of_worker(_):
+            return os.getpid()
+
+        if __name__ == "__main__":
+            with WorkerPool(pid_of_worker, PoolConfig(num_workers=1, preload_modules=("colorsys",))) as pool:
+                print(os.getpid(), pool.submit(None).result(timeout=20))
+    """))
+    notes = tmp_path / "notes"
+    command = [sys.executable, "-m", "program"] if as_module else [sys.executable, str(tmp_path / "program.py")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "NOTES": str(notes), "PYTHONPATH": f"{tmp_path}:{REPO_ROOT}"})
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    program, worker = (int(pid) for pid in done.stdout.split())
+    noted = [int(pid) for pid in notes.read_text().split()]
+    assert noted[0] == program and worker not in noted and len(noted) == 2  # the program, then the server
+
+
+def test_main_module_preload_names_what_a_worker_would_import_again(monkeypatch):
+    import json
+    import types
+
+    from reward_service.pool.dispatcher import main_module_preload
+
+    def main_module(spec_name: str | None, **names: Any) -> types.ModuleType:
+        module = types.ModuleType("__main__")
+        module.__spec__ = types.SimpleNamespace(name=spec_name) if spec_name else None
+        module.__file__ = "/x/script.py"
+        vars(module).update(names)
+        return module
+
+    orphan = types.FunctionType((lambda: None).__code__, {})
+    orphan.__module__ = "not_imported_anywhere"
+    mine = types.FunctionType((lambda: None).__code__, {})
+    mine.__module__ = "__main__"
+    found = {"json": json, "dumps": json.dumps, "Path": Path, "n": 3, "orphan": orphan, "mine": mine}
+    for spec_name in (None, "tools.rescore"):  # a script, python -m tools.rescore
+        monkeypatch.setitem(sys.modules, "__main__", main_module(spec_name, **found))
+        assert main_module_preload() == ["json", "pathlib"]
+    monkeypatch.setitem(sys.modules, "__main__", main_module("tools.__main__", **found))
+    assert main_module_preload() == []  # (multiprocessing never runs a package's __main__ again)
+
+
 def test_abandoned_pool_workers_exit_when_parent_dies():
     out = _run_script("""
         import os, time
