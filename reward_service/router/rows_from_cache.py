@@ -2,16 +2,17 @@
 
 ``Scorer.scan_rows`` runs it; ``reward_service.rescore`` puts the output together.
 
-Each worker takes a byte range of the input (cut at line ends), reads its lines, keys those of the common shape
-(``rescore``'s short path) whose task the engine's plan names (``Scorer.rows_plan``: cached, no group stage, the
-plain reference check), reads their rows from the file (``ASK_ROWS`` keys a query; WAL readers run side by side)
-and writes their output lines to a part file beside the output: the rollout's fields spliced with the result fields
-stored beside the outcome (``cache_answers.stored_answer``), or built from the outcome. Every other line --
-another shape, a task not in the plan, a reference its task would refuse, a key the file lacks, a bad line -- goes
-back to the parent as it is, with its line number, and is read there as in one process. The parent writes the
-output in order: runs of the part files (copied in the kernel) between its own lines. The first part becomes the
-output; while no line before it was left to the parent, a later range's worker holds its lines in memory and writes
-them into the first part itself, at the offset the parent sends it when the ranges before are done (no copy).
+The workers take the input's byte ranges (cut at line ends; a few per worker) in order; each reads a range's lines,
+keys those of the common shape (``rescore``'s short path) whose task the engine's plan names (``Scorer.rows_plan``:
+cached, no group stage, the plain reference check), reads their rows from the file (``ASK_ROWS`` keys a query; WAL
+readers run side by side) and writes their output lines to a part file beside the output: the rollout's fields
+spliced with the result fields stored beside the outcome (``cache_answers.stored_answer``), or built from the
+outcome. Every other line -- another shape, a task not in the plan, a reference its task would refuse, a key the
+file lacks, a bad line -- goes back to the parent as it is, with its line number, and is read there as in one
+process. The parent writes the output in order: runs of the part files (copied in the kernel) between its own lines.
+The first part becomes the output; while no line before it was left to the parent, a later range's worker holds its
+lines in memory and writes them into the first part itself, at the offset the parent sends it when the ranges before
+are done (no copy).
 
 Workers come from a ``forkserver`` (never a fork of the threaded parent). A worker sends back no rollout and no
 line it answered: only the part file's runs, the ids (duplicates are looked for across ranges), the (task,
@@ -22,6 +23,7 @@ verdict changed (the flip report's examples keep file order).
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import gc
 import logging
@@ -54,9 +56,10 @@ ASK_ROWS = 500
 BUFFER = 2**20
 #: Bytes of the SQLite file a worker maps into memory to read it (its lookups are random).
 MMAP_BYTES = 2**32
-#: The first range's length over each other's: a later range's worker also holds its output and writes it after
-#: the first one ends (``PLACE_BYTES``), so they end together.
-FIRST_RANGE_WEIGHT = 1.15
+#: Ranges per worker: the workers take them in order, and a later range's output, held until the ranges before it
+#: are done, is written while the other workers read on; only the last range's write is left after the reading
+#: (with one range per worker, the later half of the output was written after the first half was read).
+RANGES_PER_WORKER = 4
 #: Output bytes a worker of a later range holds in memory, waiting for its place in the first part (beyond: its
 #: own part file, copied there by the parent).
 PLACE_BYTES = 256 * 2**20
@@ -94,15 +97,14 @@ class RangeScan:
         return sum(length for _, length in self.runs)
 
 
-def split_ranges(path: str | Path, parts: int, first_weight: float = 1.0) -> list[tuple[int, int]]:
-    """``parts`` byte ranges of the file (fewer when it has few lines), each starting at a line's start; the first
-    ``first_weight`` times as long as each other."""
+def split_ranges(path: str | Path, parts: int) -> list[tuple[int, int]]:
+    """``parts`` byte ranges of the file of about one length (fewer when it has few lines), each starting at a
+    line's start."""
     size = os.path.getsize(path)
     cuts = [0]
-    total = first_weight + parts - 1
     with open(path, "rb") as f:
         for i in range(1, parts):
-            f.seek(max(int(size * (first_weight + i - 1) / total), cuts[-1]))
+            f.seek(max(size * i // parts, cuts[-1]))
             if f.tell() > 0:
                 f.seek(f.tell() - 1)  # a cut right at a line's start keeps it
                 f.readline()
@@ -134,22 +136,24 @@ def sample_tasks(path: str | Path, ranges: list[tuple[int, int]], default_task: 
 
 def scan_rows(path: str | Path, default_task: str, parts: int, out_dir: str | Path, store: str,
               plan_for: Callable[[set[str]], Mapping[str, tuple[str, tuple[str, ...]]]]) -> list[RangeScan] | None:
-    """The file in ``parts`` ranges, each scanned by a worker process answering from ``store``, in order; None
-    when there is nothing to split or no task of the plan (``plan_for(the tasks the file names)``) in it. The
-    part files are the caller's to remove (``remove_parts``)."""
-    ranges = split_ranges(path, parts, FIRST_RANGE_WEIGHT)
+    """The file in ranges (``RANGES_PER_WORKER`` per worker), scanned by ``parts`` worker processes answering
+    from ``store``, in order; None when there is nothing to split or no task of the plan (``plan_for(the tasks
+    the file names)``) in it. The part files are the caller's to remove (``remove_parts``)."""
+    ranges = split_ranges(path, parts * max(RANGES_PER_WORKER, 1))
     if not store or len(ranges) < 2:
         return None
     plan = plan_for(sample_tasks(path, ranges, default_task))
     if not plan:
         return None
-    return scan_file(path, ranges, default_task, store, plan, out_dir)
+    return scan_file(path, ranges, default_task, store, plan, out_dir, parts)
 
 
 def scan_file(path: str | Path, ranges: list[tuple[int, int]], default_task: str, store: str,
-              plan: Mapping[str, tuple[str, tuple[str, ...]]], out_dir: str | Path) -> list[RangeScan] | None:
-    """Each range scanned by its own worker process, in order (their part files are the caller's to remove);
-    None when they could not (an unreadable cache file, a full disk, a worker killed).
+              plan: Mapping[str, tuple[str, tuple[str, ...]]], out_dir: str | Path,
+              workers: int = 0) -> list[RangeScan] | None:
+    """The ranges scanned by ``workers`` worker processes (0: one per range), taken in order (their part files
+    are the caller's to remove); None when they could not (an unreadable cache file, a full disk, a worker
+    killed).
 
     While every range before it was answered whole (no line left to the parent), a later range's worker holds its
     output and writes it into the first part once told where (``RangeScan.placed``): no part copied after."""
@@ -161,7 +165,9 @@ def scan_file(path: str | Path, ranges: list[tuple[int, int]], default_task: str
             fd, part = tempfile.mkstemp(prefix=".rescore.", suffix=".part", dir=out_dir)
             os.close(fd)
             parts.append(part)
-        pool = ProcessPoolExecutor(len(ranges), mp_context=context, initializer=_take_places,
+        # (in order: a range's worker waits for its place only while the range before it is read by another)
+        pool = ProcessPoolExecutor(min(workers or len(ranges), len(ranges)), mp_context=context,
+                                   initializer=_take_places,
                                    initargs=([reader for reader, _ in places],))
         done = False
         try:
@@ -225,6 +231,8 @@ def scan_range(path: str, start: int, end: int, default_task: str, store: str,
             if not index or index > len(_places) or not hold:
                 with open(part, "wb", buffering=BUFFER) as out:
                     scan = _Scanner(db, plan, default_task, out).scan(f, end - start)
+                    out.flush()
+                    _start_writeback(out.fileno(), 0, out.tell())
             else:
                 held = _Held(part)
                 try:
@@ -285,6 +293,7 @@ def _wait_for(told: Any) -> int | None:
 
 
 def _write_at(path: str, chunks: list[bytes], offset: int) -> None:
+    start = offset
     fd = os.open(path, os.O_WRONLY)
     try:
         for at in range(0, len(chunks), _IOV_MAX):
@@ -297,8 +306,18 @@ def _write_at(path: str, chunks: list[bytes], offset: int) -> None:
                     n = os.pwrite(fd, rest, offset + size - len(rest))
                     rest = rest[n:]
             offset += size
+        _start_writeback(fd, start, offset - start)
     finally:
         os.close(fd)
+
+
+def _start_writeback(fd: int, offset: int, length: int) -> None:
+    """The kernel starts writing these bytes to disk now, without waiting (the output's final fsync then finds
+    them written or on their way: the workers' writes reach the disk while the others read on). The pages, once
+    written, leave the page cache: nothing here reads the output again."""
+    if length > 0 and hasattr(os, "posix_fadvise"):
+        with contextlib.suppress(OSError):
+            os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
 
 
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)

@@ -253,7 +253,8 @@ def test_outcomes_without_an_answer_of_this_code_are_decoded_by_the_workers(stor
     assert bytes_par == bytes_one and report_par == report_one
 
 
-def test_later_workers_write_in_place_when_every_line_before_theirs_is_answered(stored, tmp_path):
+def test_later_workers_write_in_place_when_every_line_before_theirs_is_answered(stored, tmp_path, monkeypatch):
+    monkeypatch.setattr(rows_from_cache, "RANGES_PER_WORKER", 1)
     old, db = stored
     answered = tmp_path / "answered.jsonl"
     answered.write_bytes(b"".join(answered_lines(old)))
@@ -265,7 +266,8 @@ def test_later_workers_write_in_place_when_every_line_before_theirs_is_answered(
     assert not list(tmp_path.glob(".*.part"))
 
 
-def test_a_line_left_to_the_parent_ends_the_placing(stored, tmp_path):
+def test_a_line_left_to_the_parent_ends_the_placing(stored, tmp_path, monkeypatch):
+    monkeypatch.setattr(rows_from_cache, "RANGES_PER_WORKER", 1)
     old, db = stored
     lines = answered_lines(old)
     edited = json.loads(lines[-1])
@@ -280,6 +282,7 @@ def test_a_line_left_to_the_parent_ends_the_placing(stored, tmp_path):
 
 
 def test_a_worker_holding_more_than_it_may_writes_its_own_part(stored, tmp_path, monkeypatch):
+    monkeypatch.setattr(rows_from_cache, "RANGES_PER_WORKER", 1)
     old, db = stored
     answered = tmp_path / "answered.jsonl"
     answered.write_bytes(b"".join(answered_lines(old)))
@@ -287,6 +290,31 @@ def test_a_worker_holding_more_than_it_may_writes_its_own_part(stored, tmp_path,
     placed: list[bool] = []
     (_, report_one, bytes_one, _), (_, report_par, bytes_par, _) = both_ways(answered, db, tmp_path, placed=placed)
     assert placed == [False, False, False]
+    assert bytes_par == bytes_one and report_par == report_one
+
+
+@pytest.mark.parametrize("per_worker", [2, 5])
+def test_more_ranges_than_workers_are_taken_in_order_and_placed_one_after_another(stored, tmp_path, monkeypatch,
+                                                                                  per_worker):
+    monkeypatch.setattr(rows_from_cache, "RANGES_PER_WORKER", per_worker)
+    old, db = stored
+    answered = tmp_path / "answered.jsonl"
+    lines = answered_lines(old)
+    answered.write_bytes(b"".join(lines))
+    placed: list[bool] = []
+    (_, report_one, bytes_one, _), (_, report_par, bytes_par, scanned) = both_ways(answered, db, tmp_path,
+                                                                                   placed=placed)
+    assert len(placed) > 3 and placed == [False] + [True] * (len(placed) - 1)  # (3 workers, more ranges)
+    assert scanned == len(ANSWERED - EDITED)
+    assert bytes_par == bytes_one and report_par == report_one
+    assert not list(tmp_path.glob(".*.part"))
+    edited = json.loads(lines[len(lines) // 2])
+    edited["completion"] += " (edited)"  # a line in the middle left to the parent: the ranges after keep their parts
+    middle = tmp_path / "middle.jsonl"
+    middle.write_bytes(b"".join(lines[:len(lines) // 2]) + json.dumps(edited).encode() + b"\n"
+                       + b"".join(lines[len(lines) // 2 + 1:]))
+    (_, report_one, bytes_one, _), (_, report_par, bytes_par, _) = both_ways(middle, db, tmp_path, placed=placed)
+    assert placed[0] is False and True in placed and placed[-1] is False
     assert bytes_par == bytes_one and report_par == report_one
 
 
