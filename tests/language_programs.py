@@ -71,6 +71,7 @@ COMPILE_ERROR: dict[str, tuple[str, str]] = {
     "typescript": ("function f( {\nconsole.log(1);\n", "TS1005"),
     "rust": ("fn main() { let x: i32 = \"s\"; }\n", "mismatched types"),
     "scala": ("object Main { def main(args: Array[String]): Unit = { val x: Int = \"s\" } }\n", "type mismatch"),
+    "kotlin_script": ("val x: Int = \"s\"\nprintln(x)\n", "type mismatch"),
     "csharp": ("class P { static void Main() { int x = \"s\"; } }\n", "CS0029"),
     "D": ("void main() { int x = \"s\"; }\n", "cannot implicitly convert"),
     "D_ut": ("unittest { int x = \"s\"; }\n", "cannot implicitly convert"),

@@ -98,9 +98,10 @@ from reward_service.http_door.errors import error_response
 LANGUAGES = ("python", "cpp", "nodejs", "go", "go_test", "java", "php", "csharp", "bash", "typescript", "sql",
              "rust", "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala", "julia", "pytest", "junit",
              "kotlin_script", "jest", "verilog", "python_gpu", "lean", "swift", "racket")
-#: Their languages run on our warm Python interpreter: no compile step in either sandbox (a SyntaxError is the
-#: interpreter's exit 1, not a ``compile_result``), although our result reports the parse.
-NO_COMPILE_STEP = frozenset({"python", "python_gpu"})
+#: Languages SandboxFusion runs without a compile step, although ours has one: Python on our warm interpreter
+#: (its parse), kotlin_script compiled once per submission (SandboxFusion runs the script). Their compile error is
+#: the interpreter's exit 1 in a ``run_result``, not a ``compile_result``.
+NO_COMPILE_STEP = frozenset({"python", "python_gpu", "kotlin_script"})
 #: A limit SandboxFusion has no status for -> the ``limit_exceeded`` key of the command it stopped (issue #43).
 LIMIT_EXCEEDED = {LimitHit.MEMORY: "MemoryLimitExceeded", LimitHit.OUTPUT: "OutputLimitExceeded",
                   LimitHit.FILE_SIZE: "OutputLimitExceeded"}

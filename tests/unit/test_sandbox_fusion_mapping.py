@@ -82,6 +82,17 @@ def test_the_compilers_own_code_and_output_are_the_compile_result():
     assert (body["status"], body["run_result"]) == ("Failed", None)
 
 
+def test_a_kotlin_script_compile_error_is_a_failed_run_as_sandbox_fusion_runs_the_script():
+    step = CompileResult(exit_code=1, stderr="main.kts:1:14: error: type mismatch", wall_s=2.5)
+    body = sf.run_code_response(result(Verdict.COMPILE_ERROR, compile=step, error=step.stderr), "kotlin_script")
+    assert body["compile_result"] is None and body["status"] == "Failed"
+    assert (body["run_result"]["status"], body["run_result"]["return_code"]) == ("Finished", 1)
+    assert body["run_result"]["stderr"] == step.stderr
+    ran = sf.run_code_response(result(Verdict.ACCEPTED, compile=CompileResult(exit_code=0, wall_s=2.5), exit_code=0,
+                                      stdout="42\n"), "kotlin_script")
+    assert ran["compile_result"] is None and ran["run_result"]["stdout"] == "42\n" and ran["status"] == "Success"
+
+
 def test_a_compile_timeout_is_time_limit_exceeded_without_a_code():
     step = CompileResult(exit_code=None, signal=9, stderr="partial", wall_s=10.0, timed_out=True)
     body = sf.run_code_response(result(Verdict.COMPILE_ERROR, compile=step, limit_hit=LimitHit.WALL_TIME), "rust")
