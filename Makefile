@@ -51,7 +51,7 @@ test: $(STAMP)
 	$(PY) -m sandbox.docker_image build --if-possible --languages "$${SANDBOX_LANGUAGES:-core}" || echo "warning: no sandbox runner image; the docker tests will say why" >&2
 	# The service images of docker-compose.yml (cached; ~3 min the first time), for tests/e2e/test_compose.py.
 	$(PY) deploy/docker/build_images.py || echo "warning: service images not built; the compose test will say why" >&2
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=40  # the slowest tests, for keeping CI within its time
 
 # The linter alone (rules in pyproject.toml's [tool.ruff]); `make test` runs it first.
 lint: $(STAMP)
