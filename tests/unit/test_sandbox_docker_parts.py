@@ -161,7 +161,7 @@ def test_container_memory_follows_the_execution_limits():
 
 def test_container_memory_is_raised_to_the_languages_floor():
     config = DockerConfig(memory_slack_mb=100, compile_memory_mb=512)
-    kotlin = BUILTIN_LANGUAGES["kotlin_script"]                 # interpreted, but a JVM: min_memory_mb 768
+    kotlin = BUILTIN_LANGUAGES["kotlin_script"]                 # a JVM (kotlinc, then the script): min_memory_mb 768
     assert config.container_memory_mb(Limits(memory_mb=64, scratch_mb=32), kotlin) == kotlin.min_memory_mb + 132
     assert config.container_memory_mb(Limits(memory_mb=64, scratch_mb=32), BUILTIN_LANGUAGES["python"]) == 196
 
