@@ -106,6 +106,12 @@ bench-languages: $(STAMP)
 bench-language-start: $(STAMP)
 	$(PY) -m bench.bench_language_start $(BENCH_LANGUAGE_START_ARGS)
 
+# Racket's floor: a warm racket declaring and running each new program (from source, and from a compiled
+# .zo) beside a warm Python compiling and running each. Flags: BENCH_RACKET_MODULE_ARGS="--modules 200".
+.PHONY: bench-racket-module
+bench-racket-module: $(STAMP)
+	$(PY) -m bench.bench_racket_module $(BENCH_RACKET_MODULE_ARGS)
+
 # Docker backend: warm containers vs a `docker run` per execution (needs a Docker engine: make system-setup).
 bench-sandbox-docker: $(STAMP)
 	$(PY) bench/bench_sandbox_docker.py

@@ -164,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds; the median is reported")
     parser.add_argument("--fork-servers", default="",
                         help="languages whose fork servers the slots start, either backend (e.g. default,racket; "
-                             "none); empty: the default set (ruby, php, R)")
+                             "none); empty: the default set (ruby, php, R, nodejs)")
     args = parser.parse_args(argv)
     table = load_languages()
     languages, skipped = chosen_languages(table, args.languages)

@@ -163,7 +163,7 @@ class DockerConfig:
     compile_cache_entries: int = ARTIFACT_ENTRIES
     #: The languages whose fork servers each container starts (languages.toml ``fork_server``;
     #: sandbox/runtime/fork_servers.py), as ProcessSandboxConfig.fork_servers: None is every one not
-    #: marked ``fork_server_opt_in`` (ruby, php, R), "default" in the tuple stands for those, () none.
+    #: marked ``fork_server_opt_in`` (ruby, php, R, nodejs), "default" in the tuple stands for those, () none.
     fork_servers: tuple[str, ...] | None = None
     #: Added to the container's memory cgroup per fork server it runs, for the warm interpreters' resident
     #: memory, which lives in that cgroup (measured in the `all` image: ruby 15 MB, php 18 MB, R 51 MB,

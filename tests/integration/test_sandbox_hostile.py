@@ -97,8 +97,8 @@ def executor(request: pytest.FixtureRequest, probe: HostProbe) -> Iterator[Execu
     if request.param == "process":
         from sandbox.factory import create_executor
 
-        # every fork server, the opt-in ones too (racket's, node's): the attacks reach what a user can enable
-        ex = create_executor(backend="process", concurrency=SLOTS, fork_servers=("default", "racket", "nodejs"))
+        # every fork server, the opt-in one too (racket's): the attacks reach what a user can enable
+        ex = create_executor(backend="process", concurrency=SLOTS, fork_servers=("default", "racket"))
         try:
             _warm(ex)
             yield ex

@@ -355,8 +355,8 @@ def backend(request) -> str:
 
 @pytest.fixture(scope="module")
 def executor(request, backend):
-    # one slot: every execution follows the last one there; racket's and node's servers are opt-in
-    ex = create_executor(backend, concurrency=1, fork_servers=("default", "racket", "nodejs"),
+    # one slot: every execution follows the last one there; racket's server is opt-in
+    ex = create_executor(backend, concurrency=1, fork_servers=("default", "racket"),
                          **backend_options(request, backend))
     yield ex
     ex.close()

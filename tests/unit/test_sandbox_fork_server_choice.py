@@ -1,4 +1,4 @@
-"""Which fork servers a slot starts: every one not opt-in by default (ruby, php, R), racket's and node's only
+"""Which fork servers a slot starts: every one not opt-in by default (ruby, php, R, nodejs), racket's only
 when named."""
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ def table() -> LanguageTable:
 
 
 def test_by_default_every_server_but_the_opt_in_ones(table) -> None:
-    for name in ("racket", "nodejs"):
-        assert table[name].fork_server and table[name].fork_server_opt_in
+    assert table["racket"].fork_server and table["racket"].fork_server_opt_in
+    assert table["nodejs"].fork_server and not table["nodejs"].fork_server_opt_in
     started = started_fork_servers(table, None)
-    assert set(started) == {"ruby", "php", "R"}
+    assert set(started) == {"ruby", "php", "R", "nodejs"}
     assert started["ruby"] == table["ruby"].fork_server
 
 
 def test_a_named_set_is_exactly_those_and_default_stands_for_the_usual_ones(table) -> None:
     assert set(started_fork_servers(table, ("racket",))) == {"racket"}
-    assert set(started_fork_servers(table, ("default", "racket"))) == {"ruby", "php", "R", "racket"}
-    assert set(started_fork_servers(table, ("default", "nodejs"))) == {"ruby", "php", "R", "nodejs"}
+    assert set(started_fork_servers(table, ("default", "racket"))) == {"ruby", "php", "R", "nodejs", "racket"}
+    assert set(started_fork_servers(table, ("ruby", "php", "R"))) == {"ruby", "php", "R"}
     assert started_fork_servers(table, ()) == {}
 
 
@@ -38,7 +38,7 @@ def test_a_language_without_a_fork_server_is_refused_by_name(table) -> None:
 
 def test_an_uninstalled_language_starts_no_server(table) -> None:
     installed_only = LanguageTable(table.values(), {"racket": "not installed", "R": "not installed"})
-    assert set(started_fork_servers(installed_only, ("default", "racket", "nodejs"))) == {"ruby", "php", "nodejs"}
+    assert set(started_fork_servers(installed_only, ("default", "racket"))) == {"ruby", "php", "nodejs"}
 
 
 @pytest.mark.parametrize("flag, options", [
