@@ -341,7 +341,9 @@ def started_fork_servers(table: Mapping[str, Language], wanted: Sequence[str] | 
     """Language name -> the argv of its fork server, for the servers each slot of either backend starts:
     those ``wanted`` names (``"default"``: every server not opt-in), or by default every one not opt-in;
     an available language only (of this host, or of the runner image), in languages.toml's order (the
-    order the zygote starts them). A wanted name without a fork server is a ValueError."""
+    order the zygote starts them). A language's ``env`` reaches its server (and so every child it forks)
+    through ``env NAME=VALUE ...`` in front of the server's argv. A wanted name without a fork server is a
+    ValueError."""
     servers = {lang.name: lang for lang in table.values() if lang.fork_server}
     names = set(wanted) if wanted is not None else {"default"}
     unknown = names - set(servers) - {"default"}
@@ -350,7 +352,9 @@ def started_fork_servers(table: Mapping[str, Language], wanted: Sequence[str] | 
     if "default" in names:
         names |= {name for name, lang in servers.items() if not lang.fork_server_opt_in}
     unavailable = getattr(table, "unavailable", {})
-    return {name: lang.fork_server for name, lang in servers.items() if name in names and name not in unavailable}
+    return {name: (("env", *(f"{k}={v}" for k, v in lang.env.items()), *lang.fork_server) if lang.env
+                   else lang.fork_server)
+            for name, lang in servers.items() if name in names and name not in unavailable}
 
 
 def languages_in_set(selection: str, table: Mapping[str, Language] | None = None) -> list[Language]:

@@ -76,6 +76,15 @@ CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL", 
         "CAP_SYS_RESOURCE")
 PRIVATE_PROC = "/run/sandbox/proc"     # A's full /proc, in a root-only directory (B gets hidepid=2)
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime")
+HOSTNAME = "sandbox"
+#: Files written into the sandbox's /etc (not the host's: its hosts file names the host's network, its
+#: nsswitch.conf may name services): the loopback names alone, so that "localhost" and the slot's hostname
+#: resolve as on any Linux machine (a program's own server on 127.0.0.1, its tests' client), with no resolver
+#: to ask (there is no network beyond loopback).
+ETC_WRITTEN = {
+    "hosts": f"127.0.0.1\tlocalhost\n127.0.1.1\t{HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    "nsswitch.conf": "hosts: files\n",
+}
 #: Supervisor uid = base_uid + this + slot (slot uid = base_uid + slot): a uid of its own, never B's.
 SUPERVISOR_UID_OFFSET = 512
 _noted: set[str] = set()
@@ -155,7 +164,19 @@ def runtime_files() -> list[Path]:
                    *RUNTIME_DIR.glob("*.R"), *RUNTIME_DIR.glob("*.rkt"), *RUNTIME_DIR.glob("*.js")])
 
 
-def _filesystem(config: ProcessSandboxConfig, prefix: str, runtime_fds: Sequence[tuple[int, str]]) -> list[str]:
+def etc_written_fds() -> list[tuple[int, str]]:
+    """(open fd at offset 0, path inside) of each ETC_WRITTEN file, in memory: bwrap copies them in."""
+    fds = []
+    for name, text in ETC_WRITTEN.items():
+        fd = os.memfd_create(f"sandbox-etc-{name}", os.MFD_CLOEXEC)
+        os.write(fd, text.encode())
+        os.lseek(fd, 0, os.SEEK_SET)
+        fds.append((fd, f"/etc/{name}"))
+    return fds
+
+
+def _filesystem(config: ProcessSandboxConfig, prefix: str, runtime_fds: Sequence[tuple[int, str]],
+                etc_fds: Sequence[tuple[int, str]] = ()) -> list[str]:
     """bwrap arguments for the sandbox's read-only root: system files, the interpreter, the runtime."""
     cmd = ["--perms", "0755", "--dir", "/opt",              # else bwrap makes it 0700: B imports from /opt/python
            "--perms", "0700", "--dir", "/opt/sandbox",      # the runtime: root's (A imports before it drops)
@@ -168,6 +189,8 @@ def _filesystem(config: ProcessSandboxConfig, prefix: str, runtime_fds: Sequence
     cmd += ["--perms", "0755", "--dir", "/etc"]       # else bwrap makes it 0700: the slot uid could not
     for f in ETC_FILES:                               # follow /etc/alternatives (javac, cc, libblas)
         cmd += ["--ro-bind-try", f, f]
+    for fd, path in etc_fds:
+        cmd += ["--perms", "0444", "--file", str(fd), path]
     if prefix:
         cmd += ["--ro-bind", prefix, PYTHON_IN_SANDBOX]
     made: set[str] = set()
@@ -188,17 +211,19 @@ def _filesystem(config: ProcessSandboxConfig, prefix: str, runtime_fds: Sequence
 
 def bwrap_command(config: ProcessSandboxConfig, slot: int, cgroup_binds: Sequence[tuple[str, str]],
                   as_root: bool, runtime_fds: Sequence[tuple[int, str]] = (),
-                  fork_servers: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+                  fork_servers: Mapping[str, Sequence[str]] | None = None,
+                  etc_fds: Sequence[tuple[int, str]] = ()) -> list[str]:
     """The bubblewrap command line that starts slot ``slot``'s zygote.
 
     ``runtime_fds``: (open fd, file name) of each runtime module, copied into the sandbox (bwrap
     reads them: the caller passes the fds to bwrap). ``cgroup_binds``: (host dir, inside path).
     ``fork_servers``: language name -> its fork server's argv (languages.toml ``fork_server``): the
-    zygote starts only these, never an argv the supervisor sends (fork_servers.py).
+    zygote starts only these, never an argv the supervisor sends (fork_servers.py). ``etc_fds``: (open fd,
+    path inside) of the files written into /etc (etc_written_fds).
     """
     prefix, python, libdir = _interpreter(sandbox_python(config.python))
     cmd = [config.bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-           "--unshare-uts", "--hostname", "sandbox"]
+           "--unshare-uts", "--hostname", HOSTNAME]
     if not as_root:
         # Not --disable-userns: it leaves the zygote in a nested user namespace that owns none of the
         # sandbox's mounts. The zygote's seccomp filter refuses user namespaces in both modes.
@@ -209,7 +234,7 @@ def bwrap_command(config: ProcessSandboxConfig, slot: int, cgroup_binds: Sequenc
         cmd += ["--setenv", "LD_LIBRARY_PATH", libdir]       # the zygote clears it: B's programs never see it
     for cap in CAPS:
         cmd += ["--cap-add", cap]
-    cmd += _filesystem(config, prefix, runtime_fds)
+    cmd += _filesystem(config, prefix, runtime_fds, etc_fds)
     zygote_args = ["--mode", "process", "--slot-uid", str(config.base_uid + slot),
                    "--supervisor-uid", str(config.base_uid + SUPERVISOR_UID_OFFSET + slot), "--scratch", SCRATCH,
                    "--private-proc", PRIVATE_PROC, "--max-memory-mb", str(config.max_memory_mb),
@@ -330,12 +355,14 @@ class ProcessExecutor:
 
     def _start_slot(self, index: int) -> SlotHandle:
         fds = [(os.open(f, os.O_RDONLY | os.O_CLOEXEC), f.name) for f in self.runtime]
+        etc = etc_written_fds()
         try:
-            cmd = bwrap_command(self.config, index, self.cgroups.binds(index), self.as_root, fds, self.fork_servers)
+            cmd = bwrap_command(self.config, index, self.cgroups.binds(index), self.as_root, fds, self.fork_servers,
+                                etc)
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    close_fds=True, pass_fds=[fd for fd, _ in fds], start_new_session=False)
+                                    close_fds=True, pass_fds=[fd for fd, _ in fds + etc], start_new_session=False)
         finally:
-            for fd, _ in fds:
+            for fd, _ in fds + etc:
                 os.close(fd)
         threading.Thread(target=_forward_stderr, args=(proc, index), name=f"sandbox-slot-{index}-stderr",
                          daemon=True).start()

@@ -61,3 +61,11 @@ def test_the_docker_backend_gets_the_same_choice(flag, options) -> None:
     got = SandboxServerConfig(backend="docker", fork_servers=flag).executor_options()
     assert {k: v for k, v in got.items() if k == "fork_servers"} == options
     DockerConfig(**{k: v for k, v in got.items() if k in ("fork_servers",)})
+
+
+def test_a_servers_language_environment_reaches_it_through_env(table) -> None:
+    started = started_fork_servers(table, ("default",))
+    assert table["nodejs"].env
+    assert started["nodejs"] == ("env", *(f"{k}={v}" for k, v in table["nodejs"].env.items()),
+                                 *table["nodejs"].fork_server)
+    assert not table["php"].env and started["php"] == table["php"].fork_server

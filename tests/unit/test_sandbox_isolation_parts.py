@@ -16,7 +16,15 @@ from types import SimpleNamespace
 import pytest
 
 from sandbox import slot_cgroups
-from sandbox.process_backend import PYTHON_IN_SANDBOX, RUNTIME_IN_SANDBOX, ProcessSandboxConfig, bwrap_command
+from sandbox.process_backend import (
+    ETC_WRITTEN,
+    HOSTNAME,
+    PYTHON_IN_SANDBOX,
+    RUNTIME_IN_SANDBOX,
+    ProcessSandboxConfig,
+    bwrap_command,
+    etc_written_fds,
+)
 from sandbox.runtime import forks, seccomp, untrusted, zygote
 from sandbox.runtime.cgroups import ZYGOTE_PIDS, ZYGOTE_SLACK_MB, Cgroups, ProgramMemory
 from sandbox.slot_cgroups import SUPERVISOR_PIDS, SlotCgroups, hierarchies
@@ -250,6 +258,25 @@ def test_the_sandbox_names_no_host_path_of_the_interpreter_or_the_checkout(tmp_p
     assert args[args.index("--slot-uid") + 1] == "200003" and args[args.index("--supervisor-uid") + 1] == "200515"
     assert "--unshare-cgroup-try" not in cmd           # the zygote unshares it after joining the slot's cgroups
     assert "--fork-servers" not in args
+
+
+def test_the_sandbox_etc_gets_loopback_names_written_not_the_hosts_files():
+    config = ProcessSandboxConfig(bwrap="bwrap", base_uid=200_000)
+    fds = etc_written_fds()
+    try:
+        cmd = bwrap_command(config, 0, [], True, [(7, "zygote.py")], None, fds)
+        for fd, path in fds:
+            at = cmd.index(path)
+            assert cmd[at - 3: at] == ["0444", "--file", str(fd)]
+            assert cmd[cmd.index("--hostname") + 1] == HOSTNAME
+        hosts = os.pread(dict((p, f) for f, p in fds)["/etc/hosts"], 4096, 0).decode()
+    finally:
+        for fd, _ in fds:
+            os.close(fd)
+    names = {name: line.split()[0] for line in hosts.splitlines() for name in line.split()[1:]}
+    assert names["localhost"] in ("127.0.0.1", "::1") and names[HOSTNAME] == "127.0.1.1"
+    assert ETC_WRITTEN["nsswitch.conf"].split() == ["hosts:", "files"]     # no resolver to ask: no network
+    assert "/etc/hosts" not in [cmd[i + 1] for i, arg in enumerate(cmd) if arg in ("--ro-bind", "--ro-bind-try")]
 
 
 def test_fork_servers_are_named_to_the_zygote_by_the_host_as_root_only():
