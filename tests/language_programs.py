@@ -63,7 +63,6 @@ COMPILE_ERROR: dict[str, tuple[str, str]] = {
     "cpp": ("int main() { return undefined_name; }\n", "undefined_name"),
     "c": ("int main(void) { return undefined_name; }\n", "undefined_name"),
     "go": ("package main\nfunc main() { var x int = \"s\" }\n", "cannot use"),
-    "go_test": ("package main\nimport \"testing\"\nfunc TestX(t *testing.T) { undefinedName() }\n", "undefined"),
     "java": ("public class Main { public static void main(String[] a) { int x = \"s\"; } }\n",
              "incompatible types"),
     "junit": (_JAVA_TEST_IMPORTS + "public class AddTest { @Test void t() { int x = \"s\"; } }\n",

@@ -28,7 +28,7 @@ from sandbox.languages import BUILTIN_LANGUAGES, load_languages, resolve_languag
 from sandbox.server import SandboxServerConfig, create_server
 from tests.http_fixtures import running_door
 from tests.language_programs import DOUBLE as DOUBLE_IN
-from tests.language_programs import require_language
+from tests.language_programs import TEST_FILES, require_language
 
 DOUBLE = ("n = int(input())\n"
           "if n == 3:\n    raise ValueError('three')\n"
@@ -227,6 +227,23 @@ def test_every_sandbox_fusion_language_runs_through_run_code(door, languages, la
         assert body["compile_result"]["execution_time"] > 0
     else:
         assert body["compile_result"] is None
+
+
+def test_go_test_answers_go_tests_own_report_in_run_result(door, languages):
+    """go_test runs `go test main_test.go`, as SandboxFusion does: its report, no compile step."""
+    require_language(languages, "go_test")
+    passing, failing = TEST_FILES["go_test"]
+    body = run_code(door, passing, "go_test", timeout=60)
+    assert body["status"] == "Success" and body["compile_result"] is None, body
+    assert body["run_result"]["stdout"].startswith("ok  \tcommand-line-arguments"), body
+    body = run_code(door, failing, "go_test", timeout=60)
+    assert (body["status"], body["run_result"]["return_code"]) == ("Failed", 1), body
+    assert "add(2, 3) != 6" in body["run_result"]["stdout"] and "FAIL" in body["run_result"]["stdout"], body
+    body = run_code(door, "package main\nimport \"testing\"\nfunc TestX(t *testing.T) { undefinedName() }\n",
+                    "go_test", timeout=60)
+    assert body["status"] == "Failed" and body["compile_result"] is None, body
+    run = body["run_result"]
+    assert run["return_code"] != 0 and "undefined: undefinedName" in run["stdout"] + run["stderr"], body
 
 
 def test_the_seven_main_languages_have_programs_and_are_in_the_literal():
