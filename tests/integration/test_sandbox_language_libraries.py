@@ -8,6 +8,10 @@ host's `scripts/system_setup.sh` and the runner images) and puts them where the 
 that serves on loopback and connects to it by name finds ``localhost`` and its own hostname, as on any
 Linux machine: the process backend writes the sandbox's /etc/hosts (docker writes a container's).
 
+C# programs written for .NET 6+ (SandboxFusion runs `dotnet run`) use Console, List<T> or LINQ without a
+using directive (the SDK's implicit global usings); mcs compiles them the same, and its messages still name
+main.cs at the program's own line and column.
+
 Each library is checked both ways: a test it runs passes, and one that fails makes the execution fail
 (so a missing library cannot pass unnoticed). Skipped where the toolchain is missing (failed under
 SANDBOX_REQUIRE_LANGUAGES=1, as in CI).
@@ -122,3 +126,23 @@ def test_localhost_and_the_hostname_resolve_to_loopback(executor, language) -> N
     require_language(executor.languages, language)
     result = run(executor, language, LOOPBACK[language])
     assert result.verdict is Verdict.ACCEPTED, output_of(result)
+
+
+CSHARP_IMPLICIT = ("public class P { public static void Main() {\n"
+                   "  var xs = new List<int> { 1, 2 };\n"
+                   "  bool io = Path.GetFileName(\"a/b.txt\") == \"b.txt\";\n"
+                   "  Console.WriteLine(xs.Sum() == 3 && io ? \"ok\" : \"no\");\n} }\n")
+CSHARP_DEFINE = ("#define LOCAL\nusing System;\n"
+                 "class P { static void Main() {\n#if LOCAL\nConsole.WriteLine(\"ok\");\n#endif\n} }\n")
+CSHARP_ERROR = "class P {\n  static void Main() {\n    Console.WriteLine(undefined_x);\n  }\n}\n"
+
+
+def test_csharp_has_dotnets_implicit_usings_and_its_messages_stay_the_programs(executor) -> None:
+    require_language(executor.languages, "csharp")
+    for code in (CSHARP_IMPLICIT, CSHARP_DEFINE):      # (a #define must come first: compiled as it is)
+        result = run(executor, "csharp", code)
+        assert result.verdict is Verdict.ACCEPTED, output_of(result)
+    failed = run(executor, "csharp", CSHARP_ERROR)
+    assert failed.verdict is Verdict.COMPILE_ERROR, output_of(failed)
+    assert failed.compile.stderr.startswith("main.cs(3,23): error CS0103"), output_of(failed)
+    assert "CS0105" not in failed.compile.stderr and ".implicit" not in failed.compile.stderr
