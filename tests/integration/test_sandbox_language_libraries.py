@@ -2,7 +2,7 @@
 
 SandboxFusion's runtime and MultiPL-E's tests import a few libraries beyond each language's standard
 one: luaunit (Lua), Test::Deep and Data::Compare (Perl), javatuples (Java), testify (Go tests) and
-lodash (node). languages.toml installs them with each language's toolchain (its ``packages``: the
+lodash (node, TypeScript). languages.toml installs them with each language's toolchain (its ``packages``: the
 host's `scripts/system_setup.sh` and the runner images) and puts them where the language looks
 (``env``: GOPATH, CLASSPATH, NODE_PATH; node's fork server gets the same environment). And a program
 that serves on loopback and connects to it by name finds ``localhost`` and its own hostname, as on any
@@ -56,6 +56,12 @@ PROGRAMS = {
                 "func TestDouble(t *testing.T) {\n\tassert.Equal(t, []int{2, 4}, []int{1 * 2, 2 * 2})\n}\n",
                 "package main\n\nimport (\n\t\"testing\"\n\n\t\"github.com/stretchr/testify/assert\"\n)\n\n"
                 "func TestDouble(t *testing.T) {\n\tassert.Equal(t, []int{2, 4}, []int{1 * 2, 2 * 3})\n}\n"),
+    "typescript": ("import _ = require('lodash');\n"
+                   "const chunks: number[][] = _.chunk([1, 2, 3], 2);\n"
+                   "if (!_.isEqual(chunks, [[1, 2], [3]])) throw new Error('chunk');\n"
+                   "console.log('ok');\n",
+                   "const _ = require('lodash');\n"
+                   "if (!_.isEqual(_.chunk([1, 2, 3], 2), [[1, 2, 3]])) throw new Error('chunk');\n"),
     "nodejs": ("const _ = require('lodash');\n"
                "if (!_.isEqual(_.chunk([1, 2, 3], 2), [[1, 2], [3]])) throw new Error('chunk');\n"
                "console.log('ok');\n",
