@@ -58,7 +58,8 @@ Container settings (each a line of :func:`container_settings`), and why:
   directories, root-owned 0711) and ``/tmp`` (exec allowed: g++ output must run;
   nosuid, nodev) -- the only places B can write are its scratch directory, /tmp,
   /dev/shm and /dev/mqueue, all swept after each B (sandbox/runtime/container_sweep.py);
-* ``network_mode=none`` (only loopback), ``pids_limit``, ``nano_cpus``;
+* ``network_mode=none`` (only loopback; hostname ``sandbox``, in the container's /etc/hosts with localhost:
+  sandbox/loopback_names.py), ``pids_limit``, ``nano_cpus``;
   ``mem_limit`` = ``memswap_limit`` (no swap) = the execution's memory + scratch +
   a slack for the zygote and supervisor, updated per execution when the limits
   change (there is no cgroup the zygote could write inside the container). That
@@ -98,6 +99,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from reward_core.sandbox_contract import Cancellation, ExecutionRequest, ExecutionResult, Limits, SandboxUnavailable
+from sandbox import loopback_names
 from sandbox.compile_artifacts import DEFAULT_ENTRIES as ARTIFACT_ENTRIES
 from sandbox.compile_artifacts import DEFAULT_MAX_MB as ARTIFACT_MAX_MB
 from sandbox.compile_artifacts import ArtifactCache
@@ -212,6 +214,7 @@ def container_settings(config: DockerConfig, image: str, untrusted_uid: int, lab
         nano_cpus=int(config.cpus * 1e9),
         init=True,
         ipc_mode="private",
+        extra_hosts={loopback_names.HOSTNAME: loopback_names.HOSTNAME_ADDRESS},   # its hostname resolves
     )
     command = ["python3", "-I", "-S", f"{RUNTIME_PATH_IN_IMAGE}/zygote.py", "--mode", "container",
                "--slot-uid", str(untrusted_uid), "--scratch", "/scratch", "--max-processes", str(config.pids_limit),
@@ -222,8 +225,9 @@ def container_settings(config: DockerConfig, image: str, untrusted_uid: int, lab
         command += ["--fork-servers", json.dumps({name: [a.replace("{runtime}", RUNTIME_PATH_IN_IMAGE) for a in argv]
                                                   for name, argv in fork_servers.items()})]
     return dict(image=image, command=command, user="0:0", working_dir="/tmp", labels=labels,
+                hostname=loopback_names.HOSTNAME,
                 stdin_open=True, tty=False, detach=False,   # detach=False + stdin_open: StdinOnce
-                network_disabled=True, environment={"PYTHONDONTWRITEBYTECODE": "1"},
+                environment={"PYTHONDONTWRITEBYTECODE": "1"},
                 host_config=host_config)
 
 

@@ -52,6 +52,7 @@ from reward_core.sandbox_contract import (
     InvalidExecutionRequest,
     SandboxUnavailable,
 )
+from sandbox import loopback_names
 from sandbox.compile_artifacts import DEFAULT_ENTRIES as ARTIFACT_ENTRIES
 from sandbox.compile_artifacts import DEFAULT_MAX_MB as ARTIFACT_MAX_MB
 from sandbox.compile_artifacts import ArtifactCache
@@ -76,15 +77,6 @@ CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL", 
         "CAP_SYS_RESOURCE")
 PRIVATE_PROC = "/run/sandbox/proc"     # A's full /proc, in a root-only directory (B gets hidepid=2)
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime")
-HOSTNAME = "sandbox"
-#: Files written into the sandbox's /etc (not the host's: its hosts file names the host's network, its
-#: nsswitch.conf may name services): the loopback names alone, so that "localhost" and the slot's hostname
-#: resolve as on any Linux machine (a program's own server on 127.0.0.1, its tests' client), with no resolver
-#: to ask (there is no network beyond loopback).
-ETC_WRITTEN = {
-    "hosts": f"127.0.0.1\tlocalhost\n127.0.1.1\t{HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-    "nsswitch.conf": "hosts: files\n",
-}
 #: Supervisor uid = base_uid + this + slot (slot uid = base_uid + slot): a uid of its own, never B's.
 SUPERVISOR_UID_OFFSET = 512
 _noted: set[str] = set()
@@ -165,9 +157,10 @@ def runtime_files() -> list[Path]:
 
 
 def etc_written_fds() -> list[tuple[int, str]]:
-    """(open fd at offset 0, path inside) of each ETC_WRITTEN file, in memory: bwrap copies them in."""
+    """(open fd at offset 0, path inside) of each file loopback_names writes into the sandbox's /etc, in
+    memory: bwrap copies them in."""
     fds = []
-    for name, text in ETC_WRITTEN.items():
+    for name, text in loopback_names.ETC_FILES.items():
         fd = os.memfd_create(f"sandbox-etc-{name}", os.MFD_CLOEXEC)
         os.write(fd, text.encode())
         os.lseek(fd, 0, os.SEEK_SET)
@@ -223,7 +216,7 @@ def bwrap_command(config: ProcessSandboxConfig, slot: int, cgroup_binds: Sequenc
     """
     prefix, python, libdir = _interpreter(sandbox_python(config.python))
     cmd = [config.bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-           "--unshare-uts", "--hostname", HOSTNAME]
+           "--unshare-uts", "--hostname", loopback_names.HOSTNAME]
     if not as_root:
         # Not --disable-userns: it leaves the zygote in a nested user namespace that owns none of the
         # sandbox's mounts. The zygote's seccomp filter refuses user namespaces in both modes.

@@ -24,6 +24,7 @@ from sandbox.docker_image import (
     runtime_digest,
 )
 from sandbox.languages import BUILTIN_LANGUAGES, LanguageTable
+from sandbox.loopback_names import HOSTNAME, HOSTNAME_ADDRESS
 from sandbox.zygote_client import ZygoteDied, ZygoteTimeout
 
 
@@ -112,7 +113,9 @@ def test_attach_transport_honours_the_host_deadline():
 def test_containers_are_locked_down():
     settings = container_settings(DockerConfig(), "img:tag", 123456789, {"l": "v"})
     host = settings["host_config"]
-    assert host["network_mode"] == "none" and settings["network_disabled"]
+    # loopback only ("none"); not NetworkDisabled, whose empty /etc/hosts left even localhost unresolved
+    assert host["network_mode"] == "none" and not settings.get("network_disabled")
+    assert settings["hostname"] == HOSTNAME and host["extra_hosts"] == {HOSTNAME: HOSTNAME_ADDRESS}
     assert host["read_only"] is True
     assert host["cap_drop"] == ["ALL"] and set(host["cap_add"]) == set(ZYGOTE_CAPS)
     assert not {"SYS_ADMIN", "SYS_PTRACE", "NET_ADMIN", "NET_RAW", "MKNOD"} & set(host["cap_add"])

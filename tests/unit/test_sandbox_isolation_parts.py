@@ -16,9 +16,8 @@ from types import SimpleNamespace
 import pytest
 
 from sandbox import slot_cgroups
+from sandbox.loopback_names import ETC_FILES, HOSTNAME
 from sandbox.process_backend import (
-    ETC_WRITTEN,
-    HOSTNAME,
     PYTHON_IN_SANDBOX,
     RUNTIME_IN_SANDBOX,
     ProcessSandboxConfig,
@@ -275,7 +274,7 @@ def test_the_sandbox_etc_gets_loopback_names_written_not_the_hosts_files():
             os.close(fd)
     names = {name: line.split()[0] for line in hosts.splitlines() for name in line.split()[1:]}
     assert names["localhost"] in ("127.0.0.1", "::1") and names[HOSTNAME] == "127.0.1.1"
-    assert ETC_WRITTEN["nsswitch.conf"].split() == ["hosts:", "files"]     # no resolver to ask: no network
+    assert ETC_FILES["nsswitch.conf"].split() == ["hosts:", "files"]     # no resolver to ask: no network
     assert "/etc/hosts" not in [cmd[i + 1] for i, arg in enumerate(cmd) if arg in ("--ro-bind", "--ro-bind-try")]
 
 
