@@ -26,7 +26,8 @@ from reward_core.sandbox_contract import TestCase as Case
 from reward_core.sandbox_contract import TestStyle as Style
 from tests.language_programs import require_language
 
-LIMITS = Limits(wall_s=60.0, cpu_s=60.0, memory_mb=1024, compile_wall_s=120.0)
+#: Generous: a Go test that imports testify builds it and net/http from source in every execution (~10-20 s).
+LIMITS = Limits(wall_s=180.0, cpu_s=180.0, memory_mb=1024, compile_wall_s=180.0)
 
 #: language -> (a program whose library check passes, the same check made to fail); the passing one
 #: prints "ok" last.
